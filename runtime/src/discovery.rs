@@ -1,0 +1,200 @@
+//! Discovery documents (legacy `/api`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`
+//! and aggregated `apidiscovery.k8s.io` v2/v2beta1) of the compiled-in groups.
+//! Pure functions of the [`Scheme`], computed by `build.rs`.
+
+use base64::Engine;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::resource::KindInfo;
+use crate::scheme::{Group, Kind, Scheme};
+
+/// The verbs of a resource served by the generic registry, sorted.
+pub const RESOURCE_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+/// `storageVersionHash`: base64 of the first 8 bytes of SHA-256 of
+/// `<group>/<version>/<kind>` of the storage version.
+pub fn storage_version_hash(storage: &KindInfo) -> String {
+    let digest = Sha256::digest(format!(
+        "{}/{}/{}",
+        storage.group, storage.version, storage.kind
+    ));
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
+fn group_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+fn api_group(group: &Group) -> Value {
+    let versions: Vec<Value> = group
+        .versions
+        .iter()
+        .map(|v| json!({"groupVersion": group_version(group.name, v), "version": v}))
+        .collect();
+    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group.name, "versions": versions, "preferredVersion": preferred})
+}
+
+/// `GET /api`.
+pub fn api_versions(scheme: &Scheme) -> Value {
+    let versions: Vec<&str> = scheme
+        .group("")
+        .map(|g| g.versions.clone())
+        .unwrap_or_default();
+    json!({"kind": "APIVersions", "versions": versions, "serverAddressByClientCIDRs": []})
+}
+
+/// `GET /apis`.
+pub fn api_group_list(scheme: &Scheme) -> Value {
+    let groups: Vec<Value> = scheme
+        .groups()
+        .iter()
+        .filter(|g| !g.name.is_empty())
+        .map(api_group)
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `GET /apis/<group>`.
+pub fn api_group_doc(group: &Group) -> Value {
+    let mut v = api_group(group);
+    if let Value::Object(map) = &mut v {
+        let mut out = serde_json::Map::new();
+        out.insert("kind".into(), json!("APIGroup"));
+        out.insert("apiVersion".into(), json!("v1"));
+        out.append(map);
+        return Value::Object(out);
+    }
+    v
+}
+
+fn api_resource(kind: &Kind, info: &KindInfo) -> Value {
+    let mut r = json!({
+        "name": info.plural,
+        "singularName": info.singular,
+        "namespaced": info.namespaced(),
+        "kind": info.kind,
+        "verbs": RESOURCE_VERBS,
+    });
+    if let Value::Object(map) = &mut r {
+        if !info.short_names.is_empty() {
+            map.insert("shortNames".into(), json!(info.short_names));
+        }
+        if !info.categories.is_empty() {
+            map.insert("categories".into(), json!(info.categories));
+        }
+        map.insert(
+            "storageVersionHash".into(),
+            json!(storage_version_hash(kind.storage_info())),
+        );
+    }
+    r
+}
+
+/// `GET /apis/<group>/<version>` (or `/api/v1`).
+pub fn api_resource_list(group: &Group, version: &str) -> Value {
+    let resources: Vec<Value> = group
+        .kinds_in(version)
+        .into_iter()
+        .map(|(k, v)| api_resource(k, v.info))
+        .collect();
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version(group.name, version), "resources": resources})
+}
+
+fn aggregated_group(group: &Group) -> Value {
+    let versions: Vec<Value> = group
+        .versions
+        .iter()
+        .map(|version| {
+            let mut resources: Vec<Value> = group
+                .kinds_in(version)
+                .into_iter()
+                .map(|(_, ops)| {
+                    let info = ops.info;
+                    let mut r = json!({
+                        "resource": info.plural,
+                        "responseKind": {"group": info.group, "version": info.version, "kind": info.kind},
+                        "scope": if info.namespaced() { "Namespaced" } else { "Cluster" },
+                        "singularResource": info.singular,
+                        "verbs": RESOURCE_VERBS,
+                    });
+                    if let Value::Object(map) = &mut r {
+                        if !info.short_names.is_empty() {
+                            map.insert("shortNames".into(), json!(info.short_names));
+                        }
+                        if !info.categories.is_empty() {
+                            map.insert("categories".into(), json!(info.categories));
+                        }
+                    }
+                    r
+                })
+                .collect();
+            resources.sort_by(|a, b| a["resource"].as_str().cmp(&b["resource"].as_str()));
+            json!({"version": version, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    let metadata = if group.name.is_empty() {
+        json!({})
+    } else {
+        json!({"name": group.name})
+    };
+    json!({"metadata": metadata, "versions": versions})
+}
+
+/// Aggregated discovery for `/api` (`core = true`) or `/apis`, in
+/// `apidiscovery.k8s.io/<api_version>` (`v2` or `v2beta1`).
+pub fn aggregated(scheme: &Scheme, core: bool, api_version: &str) -> Value {
+    let items: Vec<Value> = scheme
+        .groups()
+        .iter()
+        .filter(|g| g.name.is_empty() == core)
+        .map(aggregated_group)
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{api_version}"),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Scope;
+
+    #[test]
+    fn storage_version_hashes_match_kubernetes() {
+        let info = |group, version, kind| KindInfo {
+            group,
+            version,
+            kind,
+            plural: "",
+            singular: "",
+            scope: Scope::Namespaced,
+            short_names: &[],
+            categories: &[],
+            printer_columns: &[],
+            openapi_name: "",
+        };
+        assert_eq!(storage_version_hash(&info("", "v1", "Pod")), "xPOwRZ+Yhw8=");
+        assert_eq!(
+            storage_version_hash(&info("wardle.example.com", "v1alpha1", "Flunder")),
+            "UHqNx5H3K7A="
+        );
+    }
+}

@@ -1,0 +1,104 @@
+//! The generated discovery and OpenAPI documents, served from memory.
+//!
+//! `build.rs` of the binary writes them as one JSON bundle; [`Documents::from_bundle`]
+//! turns it into ready-to-send bytes with their ETags.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use serde_json::Value;
+use sha2::{Digest, Sha512};
+
+/// One ready-to-send document.
+#[derive(Clone, Debug)]
+pub struct Document {
+    /// The JSON bytes.
+    pub body: Bytes,
+    /// Upper-case hex SHA-512 of the body (ETag and `?hash=`).
+    pub hash: String,
+}
+
+impl Document {
+    fn new(value: &Value) -> Self {
+        let body = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
+        let hash = hex_upper(&Sha512::digest(&body));
+        Document { body, hash }
+    }
+}
+
+fn hex_upper(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02X}")).collect()
+}
+
+/// Every generated document.
+#[derive(Clone, Debug, Default)]
+pub struct Documents {
+    /// `/api` legacy.
+    pub api: Option<Document>,
+    /// `/apis` legacy.
+    pub apis: Option<Document>,
+    /// `/apis/<group>` by group.
+    pub groups: HashMap<String, Document>,
+    /// `/apis/<g>/<v>` and `/api/v1` by `apis/<g>/<v>` / `api/v1`.
+    pub resource_lists: HashMap<String, Document>,
+    /// Aggregated discovery by (`api`|`apis`, `v2`|`v2beta1`).
+    pub aggregated: HashMap<(String, String), Document>,
+    /// `/openapi/v3/<path>` by path (`apis/<g>/<v>`).
+    pub openapi_v3: HashMap<String, Document>,
+    /// `/openapi/v3` index.
+    pub openapi_v3_index: Option<Document>,
+}
+
+/// The bundle was not what `build.rs` writes.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid generated documents bundle: {0}")]
+pub struct BundleError(String);
+
+impl Documents {
+    /// Parses the bundle written by `build.rs`.
+    pub fn from_bundle(bundle: &str) -> Result<Self, BundleError> {
+        let v: Value = serde_json::from_str(bundle).map_err(|e| BundleError(e.to_string()))?;
+        let d = &v["discovery"];
+        let map_of = |v: &Value| -> HashMap<String, Document> {
+            v.as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), Document::new(v)))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut docs = Documents {
+            api: Some(Document::new(&d["api"])),
+            apis: Some(Document::new(&d["apis"])),
+            groups: map_of(&d["groups"]),
+            resource_lists: map_of(&d["resource_lists"]),
+            openapi_v3: map_of(&v["openapi_v3"]),
+            ..Default::default()
+        };
+        for root in ["api", "apis"] {
+            for version in ["v2", "v2beta1"] {
+                let doc = &d[format!("aggregated_{root}_{version}")];
+                if doc.is_null() {
+                    return Err(BundleError(format!(
+                        "missing aggregated discovery for /{root} {version}"
+                    )));
+                }
+                docs.aggregated
+                    .insert((root.into(), version.into()), Document::new(doc));
+            }
+        }
+        let mut paths = serde_json::Map::new();
+        let mut keys: Vec<&String> = docs.openapi_v3.keys().collect();
+        keys.sort();
+        for k in keys {
+            let hash = &docs.openapi_v3[k].hash;
+            paths.insert(
+                k.clone(),
+                serde_json::json!({"serverRelativeURL": format!("/openapi/v3/{k}?hash={hash}")}),
+            );
+        }
+        docs.openapi_v3_index = Some(Document::new(&serde_json::json!({"paths": paths})));
+        Ok(docs)
+    }
+}

@@ -1,0 +1,383 @@
+//! The HTTP surface: request parsing, the director that routes API paths to
+//! resource handlers and everything else (health, version, discovery,
+//! OpenAPI) to plain handlers, and response rendering.
+
+pub mod documents;
+pub mod negotiation;
+pub mod request_info;
+mod resource;
+pub mod table;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::meta::Status;
+use crate::registry::Store;
+use crate::resource::KindInfo;
+use crate::scheme::Scheme;
+use crate::storage::Storage;
+pub use documents::Documents;
+use negotiation::{Allowed, Format, Target};
+
+/// Build and version facts served at `/version`.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionInfo {
+    /// Major version.
+    pub major: String,
+    /// Minor version.
+    pub minor: String,
+    /// `v<major>.<minor>.<patch>`.
+    pub git_version: String,
+    /// Commit.
+    pub git_commit: String,
+    /// `clean` or `dirty`.
+    pub git_tree_state: String,
+    /// Build date.
+    pub build_date: String,
+    /// Toolchain.
+    pub go_version: String,
+    /// Compiler.
+    pub compiler: String,
+    /// `os/arch`.
+    pub platform: String,
+}
+
+/// Everything the handlers share.
+pub struct ApiServer {
+    scheme: Scheme,
+    stores: HashMap<(String, String, String), (Store, &'static KindInfo)>,
+    docs: Documents,
+    admin_token: String,
+    version: VersionInfo,
+    shutting_down: AtomicBool,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Maximum request body size (kube-apiserver's 3 MiB default).
+pub const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+impl ApiServer {
+    /// Builds the handlers' shared state: one registry store per kind.
+    pub fn new(
+        scheme: Scheme,
+        storage: Arc<dyn Storage>,
+        storage_prefix: &str,
+        docs: Documents,
+        admin_token: String,
+        version: VersionInfo,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
+        let mut stores = HashMap::new();
+        for group in scheme.groups() {
+            for kind in &group.kinds {
+                let store = Store::new(kind.clone(), storage.clone(), storage_prefix);
+                for v in kind.versions() {
+                    stores.insert(
+                        (
+                            group.name.to_string(),
+                            v.info.version.to_string(),
+                            v.info.plural.to_string(),
+                        ),
+                        (store.clone(), v.info),
+                    );
+                }
+            }
+        }
+        ApiServer {
+            scheme,
+            stores,
+            docs,
+            admin_token,
+            version,
+            shutting_down: AtomicBool::new(false),
+            shutdown,
+        }
+    }
+
+    /// Creates the system namespaces (`default`, `kube-system`,
+    /// `kube-public`) when the core Namespace kind is served and they do not
+    /// exist yet.
+    pub async fn bootstrap(&self) -> Result<(), ApiError> {
+        let key = (String::new(), "v1".to_string(), "namespaces".to_string());
+        let Some((store, info)) = self.stores.get(&key) else {
+            return Ok(());
+        };
+        for name in crate::builtin::core_v1::SYSTEM_NAMESPACES {
+            let body = serde_json::json!({"metadata": {"name": name}});
+            let hub = store
+                .kind()
+                .decode(info.version, body)
+                .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
+            match store.create("", hub, false).await {
+                Ok(_) => tracing::info!(namespace = name, "created system namespace"),
+                Err(e) if e.code() == 409 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The scheme served.
+    pub fn scheme(&self) -> &Scheme {
+        &self.scheme
+    }
+
+    /// Marks the server as shutting down: `/readyz` fails from now on.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    /// The axum router of the whole API.
+    pub fn router(self: Arc<Self>) -> axum::Router {
+        axum::Router::new().fallback(director).with_state(self)
+    }
+}
+
+/// A JSON (or YAML) response with a status code.
+pub(crate) fn respond(code: StatusCode, format: Format, value: &Value) -> Response {
+    let body = match format {
+        Format::Json => serde_json::to_vec(value)
+            .map(Bytes::from)
+            .map_err(|e| e.to_string()),
+        Format::Yaml => serde_saphyr::to_string(value)
+            .map(Bytes::from)
+            .map_err(|e| e.to_string()),
+    };
+    match body {
+        Ok(body) => bytes_response(code, format.content_type(), body),
+        Err(e) => error_response(&Status::internal(e).into()),
+    }
+}
+
+pub(crate) fn bytes_response(code: StatusCode, content_type: &str, body: Bytes) -> Response {
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = code;
+    if let Ok(ct) = HeaderValue::from_str(content_type) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, ct);
+    }
+    resp
+}
+
+/// Renders an API error as its Status (always JSON).
+pub(crate) fn error_response(err: &ApiError) -> Response {
+    let code = StatusCode::from_u16(err.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = serde_json::to_vec(&*err.0).unwrap_or_default();
+    let mut resp = bytes_response(code, "application/json", Bytes::from(body));
+    if let Some(retry) = err.0.details.as_ref().and_then(|d| d.retry_after_seconds)
+        && let Ok(v) = HeaderValue::from_str(&retry.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    resp
+}
+
+fn text(code: StatusCode, body: &'static str) -> Response {
+    bytes_response(
+        code,
+        "text/plain; charset=utf-8",
+        Bytes::from_static(body.as_bytes()),
+    )
+}
+
+fn is_public_path(path: &str) -> bool {
+    matches!(path, "/healthz" | "/livez" | "/readyz" | "/version")
+        || path.starts_with("/healthz/")
+        || path.starts_with("/livez/")
+        || path.starts_with("/readyz/")
+}
+
+fn authenticated(server: &ApiServer, req: &Request) -> bool {
+    let Some(value) = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let Some(token) = value.strip_prefix("Bearer ").map(str::trim) else {
+        return false;
+    };
+    constant_time_eq(token.as_bytes(), server.admin_token.as_bytes())
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Routes every request.
+async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Response {
+    let path = req.uri().path().to_string();
+    if !is_public_path(&path) && !authenticated(&server, &req) {
+        return error_response(&Status::unauthorized().into());
+    }
+    let query = req.uri().query().unwrap_or_default().to_string();
+    let params = Query::parse(&query);
+    let watch = params
+        .get("watch")
+        .is_some_and(|v| v != "false" && v != "0");
+    let info = request_info::parse(req.method(), &path, watch);
+    if info.is_resource_request {
+        return resource::handle(server, info, params, req).await;
+    }
+    if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
+        return error_response(&Status::path_not_found().into());
+    }
+    match path.as_str() {
+        "/healthz" | "/livez" => text(StatusCode::OK, "ok"),
+        "/readyz" => {
+            if server.shutting_down.load(Ordering::SeqCst) {
+                text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "[-]shutdown failed: process is shutting down\nreadyz check failed",
+                )
+            } else {
+                text(StatusCode::OK, "ok")
+            }
+        }
+        "/version" => respond(
+            StatusCode::OK,
+            Format::Json,
+            &serde_json::to_value(&server.version).unwrap_or_default(),
+        ),
+        "/api" | "/apis" => discovery_root(&server, &req, path.trim_start_matches('/')),
+        "/openapi/v3" => document(&req, server.docs.openapi_v3_index.as_ref(), false),
+        _ => {
+            if let Some(rest) = path.strip_prefix("/openapi/v3/") {
+                return document(
+                    &req,
+                    server.docs.openapi_v3.get(rest),
+                    params.get("hash").is_some(),
+                );
+            }
+            let trimmed = path.trim_matches('/');
+            let parts: Vec<&str> = trimmed.split('/').collect();
+            match parts.as_slice() {
+                ["apis", group] => document(&req, server.docs.groups.get(*group), false),
+                ["apis", _, _] | ["api", _] => {
+                    document(&req, server.docs.resource_lists.get(trimmed), false)
+                }
+                _ => error_response(&Status::path_not_found().into()),
+            }
+        }
+    }
+}
+
+fn accept(req: &Request) -> Option<&str> {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+}
+
+fn document(req: &Request, doc: Option<&documents::Document>, immutable: bool) -> Response {
+    let Some(doc) = doc else {
+        return error_response(&Status::path_not_found().into());
+    };
+    if negotiation::negotiate(accept(req), Allowed::default())
+        .is_none_or(|(f, _)| f != Format::Json)
+    {
+        return error_response(
+            &Status::not_acceptable(
+                "only the following media types are accepted: application/json",
+            )
+            .into(),
+        );
+    }
+    let etag = format!("\"{}\"", doc.hash);
+    let mut resp = if req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        == Some(etag.as_str())
+    {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        bytes_response(StatusCode::OK, "application/json", doc.body.clone())
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        resp.headers_mut().insert(header::ETAG, v);
+    }
+    let cache = if immutable {
+        "public, immutable"
+    } else {
+        "no-cache, private"
+    };
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    resp
+}
+
+fn discovery_root(server: &ApiServer, req: &Request, root: &str) -> Response {
+    let allowed = Allowed {
+        discovery: true,
+        ..Default::default()
+    };
+    match negotiation::negotiate(accept(req), allowed) {
+        Some((_, Target::Discovery(version))) => {
+            let doc = server
+                .docs
+                .aggregated
+                .get(&(root.to_string(), version.clone()));
+            let mut resp = document(req, doc, false);
+            let ct = format!(
+                "application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+            );
+            if let Ok(v) = HeaderValue::from_str(&ct)
+                && resp.status() == StatusCode::OK
+            {
+                resp.headers_mut().insert(header::CONTENT_TYPE, v);
+            }
+            resp.headers_mut()
+                .insert(header::VARY, HeaderValue::from_static("Accept"));
+            resp
+        }
+        Some((Format::Json, _)) => {
+            let doc = if root == "api" {
+                server.docs.api.as_ref()
+            } else {
+                server.docs.apis.as_ref()
+            };
+            document(req, doc, false)
+        }
+        _ => error_response(
+            &Status::not_acceptable(
+                "only the following media types are accepted: application/json",
+            )
+            .into(),
+        ),
+    }
+}
+
+/// Decoded query parameters (first value wins).
+#[derive(Clone, Debug, Default)]
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    /// Parses a raw query string.
+    pub fn parse(raw: &str) -> Self {
+        Query(
+            form_urlencoded::parse(raw.as_bytes())
+                .into_owned()
+                .collect(),
+        )
+    }
+
+    /// The first value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}

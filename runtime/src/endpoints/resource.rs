@@ -1,0 +1,512 @@
+//! Handlers of resource requests: get, list, watch, create, update, delete.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+
+use super::negotiation::{self, Allowed, Format, Target};
+use super::request_info::RequestInfo;
+use super::table::{self, IncludeObject};
+use super::{ApiServer, MAX_REQUEST_BODY_BYTES, Query, error_response, respond};
+use crate::error::{ApiError, ApiResult};
+use crate::meta::{Status, StatusDetails};
+use crate::registry::{FieldSelector, LabelSelector, ListParams, Preconditions, Store, WatchEvent};
+use crate::resource::KindInfo;
+
+/// Fields every kind can be selected by.
+const META_FIELDS: [&str; 2] = ["metadata.name", "metadata.namespace"];
+
+struct Ctx<'a> {
+    server: &'a ApiServer,
+    store: &'a Store,
+    info: &'static KindInfo,
+    ri: &'a RequestInfo,
+    query: &'a Query,
+    accept: Option<String>,
+}
+
+pub(super) async fn handle(
+    server: Arc<ApiServer>,
+    ri: RequestInfo,
+    query: Query,
+    req: Request,
+) -> Response {
+    let key = (ri.group.clone(), ri.version.clone(), ri.resource.clone());
+    let Some((store, info)) = server.stores.get(&key) else {
+        return error_response(&Status::path_not_found().into());
+    };
+    if !ri.subresource.is_empty() || (!info.namespaced() && !ri.namespace.is_empty()) {
+        return error_response(&Status::path_not_found().into());
+    }
+    if info.namespaced() && ri.namespace.is_empty() && !matches!(ri.verb.as_str(), "list" | "watch")
+    {
+        return error_response(&Status::path_not_found().into());
+    }
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let ctx = Ctx {
+        server: &server,
+        store,
+        info,
+        ri: &ri,
+        query: &query,
+        accept,
+    };
+    let result = match ri.verb.as_str() {
+        "get" => get(&ctx).await,
+        "list" => list(&ctx).await,
+        "watch" => watch(&ctx).await,
+        "create" => create(&ctx, req).await,
+        "update" => update(&ctx, req).await,
+        "delete" => delete(&ctx, req).await,
+        _ => Err(Status::method_not_allowed(req.method().as_str(), info.group, info.plural).into()),
+    };
+    result.unwrap_or_else(|e| error_response(&e))
+}
+
+fn not_acceptable() -> ApiError {
+    Status::not_acceptable(
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+    )
+    .into()
+}
+
+impl Ctx<'_> {
+    fn negotiate(&self, list: bool) -> ApiResult<(Format, Target)> {
+        negotiation::negotiate(
+            self.accept.as_deref(),
+            Allowed {
+                meta_targets: true,
+                discovery: false,
+                list,
+            },
+        )
+        .ok_or_else(not_acceptable)
+    }
+
+    fn encode(&self, hub: &Value) -> ApiResult<Value> {
+        self.store
+            .kind()
+            .encode(self.info.version, hub)
+            .map_err(|e| Status::internal(e.to_string()).into())
+    }
+
+    fn include_object(&self) -> ApiResult<IncludeObject> {
+        IncludeObject::parse(self.query.get("includeObject"))
+            .map_err(|m| Status::bad_request(m).into())
+    }
+
+    fn dry_run(&self) -> ApiResult<bool> {
+        match self.query.get("dryRun") {
+            None | Some("") => Ok(false),
+            Some("All") => Ok(true),
+            Some(other) => Err(options_invalid(
+                "dryRun",
+                format!("Unsupported value: \"{other}\": supported values: \"All\""),
+            )),
+        }
+    }
+
+    /// Renders one object in the negotiated form.
+    fn object_response(&self, code: StatusCode, hub: &Value) -> ApiResult<Response> {
+        let (format, target) = self.negotiate(false)?;
+        let obj = self.encode(hub)?;
+        let body = match target {
+            Target::Table(v) => {
+                table::table(self.info, &[obj], &v, self.include_object()?, None, true)
+            }
+            Target::PartialObjectMetadata(v) => table::partial_metadata(&obj, &v),
+            _ => obj,
+        };
+        Ok(respond(code, format, &body))
+    }
+}
+
+fn options_invalid(field: &str, message: String) -> ApiError {
+    let cause = crate::meta::StatusCause {
+        reason: "FieldValueNotSupported".into(),
+        message: message.clone(),
+        field: field.into(),
+    };
+    let mut s = Status::failure(
+        422,
+        "Invalid",
+        format!(
+            "{}.meta.k8s.io \"\" is invalid: {field}: {message}",
+            "Options"
+        ),
+    );
+    s.details = Some(StatusDetails {
+        group: "meta.k8s.io".into(),
+        kind: "Options".into(),
+        causes: vec![cause],
+        ..Default::default()
+    });
+    s.into()
+}
+
+async fn get(ctx: &Ctx<'_>) -> ApiResult<Response> {
+    let hub = ctx.store.get(&ctx.ri.namespace, &ctx.ri.name).await?;
+    ctx.object_response(StatusCode::OK, &hub)
+}
+
+fn parse_list_params(ctx: &Ctx<'_>) -> ApiResult<ListParams> {
+    let q = ctx.query;
+    let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or_default())
+        .map_err(Status::bad_request)?;
+    let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or_default(), &META_FIELDS)
+        .map_err(Status::bad_request)?;
+    let limit = match q.get("limit") {
+        None | Some("") => 0,
+        Some(v) => match v.parse::<i64>() {
+            Ok(n) if n >= 0 => n as usize,
+            Ok(_) => 0,
+            Err(_) => {
+                return Err(Status::bad_request(format!(
+                    "invalid value for limit: {v:?}: must be an integer"
+                ))
+                .into());
+            }
+        },
+    };
+    let resource_version = match q.get("resourceVersion") {
+        None | Some("") => None,
+        Some(v) => Some(v.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            ApiError::from(Status::bad_request(format!(
+                "invalid resource version: {v:?}"
+            )))
+        })?),
+    };
+    let continue_token = q
+        .get("continue")
+        .filter(|c| !c.is_empty())
+        .map(str::to_string);
+    if continue_token.is_some() && resource_version.is_some_and(|rv| rv != 0) {
+        return Err(Status::bad_request(
+            "specifying resource version is not allowed when using continue",
+        )
+        .into());
+    }
+    let exact = match q.get("resourceVersionMatch") {
+        None | Some("") => false,
+        Some(m) if resource_version.is_none() => {
+            let _ = m;
+            return Err(options_invalid(
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+                    .into(),
+            ));
+        }
+        Some("Exact") => true,
+        Some("NotOlderThan") => false,
+        Some(other) => {
+            return Err(options_invalid(
+                "resourceVersionMatch",
+                format!(
+                    "Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
+                ),
+            ));
+        }
+    };
+    Ok(ListParams {
+        labels,
+        fields,
+        limit,
+        continue_token,
+        resource_version,
+        exact,
+    })
+}
+
+fn namespace_scope<'a>(ctx: &'a Ctx<'_>) -> Option<&'a str> {
+    if ctx.ri.namespace.is_empty() {
+        None
+    } else {
+        Some(ctx.ri.namespace.as_str())
+    }
+}
+
+async fn list(ctx: &Ctx<'_>) -> ApiResult<Response> {
+    let params = parse_list_params(ctx)?;
+    let (format, target) = ctx.negotiate(true)?;
+    let page = ctx.store.list(namespace_scope(ctx), &params).await?;
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "resourceVersion".into(),
+        json!(page.resource_version.to_string()),
+    );
+    if let Some(c) = &page.continue_token {
+        meta.insert("continue".into(), json!(c));
+    }
+    if let Some(r) = page.remaining {
+        meta.insert("remainingItemCount".into(), json!(r));
+    }
+    let items: Vec<Value> = page
+        .items
+        .iter()
+        .map(|o| ctx.encode(o))
+        .collect::<ApiResult<_>>()?;
+    let body = match target {
+        Target::Table(v) => table::table(
+            ctx.info,
+            &items,
+            &v,
+            ctx.include_object()?,
+            Some(Value::Object(meta)),
+            true,
+        ),
+        Target::PartialObjectMetadataList(v) => json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": format!("meta.k8s.io/{v}"),
+            "metadata": meta,
+            "items": items.iter().map(|o| table::partial_metadata(o, &v)).collect::<Vec<_>>(),
+        }),
+        _ => json!({
+            "apiVersion": ctx.info.api_version(),
+            "kind": ctx.info.list_kind(),
+            "metadata": meta,
+            "items": items,
+        }),
+    };
+    Ok(respond(StatusCode::OK, format, &body))
+}
+
+async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
+    let params = parse_list_params(ctx)?;
+    let (format, target) = ctx.negotiate(false)?;
+    if format != Format::Json {
+        return Err(not_acceptable());
+    }
+    let include = ctx.include_object()?;
+    let bookmarks = ctx.query.get("allowWatchBookmarks") == Some("true");
+    let timeout = match ctx.query.get("timeoutSeconds") {
+        None | Some("") => {
+            use rand::Rng;
+            Duration::from_secs(rand::rng().random_range(1800..3600))
+        }
+        Some(v) => match v.parse::<u64>() {
+            Ok(n) => Duration::from_secs(n),
+            Err(_) => {
+                return Err(Status::bad_request(format!(
+                    "invalid value for timeoutSeconds: {v:?}"
+                ))
+                .into());
+            }
+        },
+    };
+    let events = ctx
+        .store
+        .watch(namespace_scope(ctx), &params, bookmarks)
+        .await?;
+    let kind = ctx.store.kind().clone();
+    let info = ctx.info;
+    let mut first = true;
+    let lines = events.map(move |ev| {
+        let (ty, object) = match ev {
+            WatchEvent::Object(ty, hub) => {
+                let obj = match kind.encode(info.version, &hub) {
+                    Ok(o) => o,
+                    Err(e) => return encode_line("ERROR", &serde_json::to_value(Status::internal(e.to_string())).unwrap_or_default()),
+                };
+                let obj = match &target {
+                    Target::Table(v) => {
+                        let t = table::table(info, &[obj], v, include, None, first);
+                        first = false;
+                        t
+                    }
+                    Target::PartialObjectMetadata(v) => table::partial_metadata(&obj, v),
+                    _ => obj,
+                };
+                (ty, obj)
+            }
+            WatchEvent::Bookmark(rv) => (
+                "BOOKMARK",
+                json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": {"resourceVersion": rv.to_string()}}),
+            ),
+            WatchEvent::Error(status) => ("ERROR", serde_json::to_value(&*status).unwrap_or_default()),
+        };
+        encode_line(ty, &object)
+    });
+    let mut shutdown = ctx.server.shutdown.clone();
+    let stop = async move {
+        tokio::select! {
+            _ = tokio::time::sleep(timeout) => {}
+            _ = shutdown.wait_for(|v| *v) => {}
+        }
+    };
+    let stream = lines
+        .take_until(Box::pin(stop))
+        .map(Ok::<Bytes, std::convert::Infallible>);
+    let mut resp = Response::new(Body::from_stream(stream));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(resp)
+}
+
+fn encode_line(ty: &str, object: &Value) -> Bytes {
+    let mut line = serde_json::to_vec(&json!({"type": ty, "object": object})).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+async fn read_body(ctx: &Ctx<'_>, req: Request) -> ApiResult<Value> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let format = negotiation::body_format(content_type.as_deref()).ok_or_else(|| {
+        ApiError::from(Status::unsupported_media_type(
+            content_type.as_deref().unwrap_or_default(),
+        ))
+    })?;
+    let bytes = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            Status::too_large(format!(
+                "Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
+            ))
+        })?;
+    let info = ctx.info;
+    let cannot_handle = |e: String| -> ApiError {
+        Status::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            info.kind, info.version, info.kind
+        ))
+        .into()
+    };
+    let value: Value = match format {
+        Format::Json => serde_json::from_slice(&bytes).map_err(|e| cannot_handle(e.to_string()))?,
+        Format::Yaml => {
+            let text = std::str::from_utf8(&bytes).map_err(|e| cannot_handle(e.to_string()))?;
+            serde_saphyr::from_str(text).map_err(|e| cannot_handle(e.to_string()))?
+        }
+    };
+    if !value.is_object() {
+        return Err(cannot_handle("the body must be a JSON object".into()));
+    }
+    if let Some(api_version) = value.get("apiVersion").and_then(Value::as_str)
+        && api_version != info.api_version()
+    {
+        return Err(Status::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                info.api_version()
+            ))
+            .into());
+    }
+    if let Some(kind) = value.get("kind").and_then(Value::as_str)
+        && kind != info.kind
+    {
+        return Err(Status::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            info.kind
+        ))
+        .into());
+    }
+    ctx.store
+        .kind()
+        .decode(info.version, value)
+        .map_err(|e| cannot_handle(e.to_string()))
+}
+
+async fn create(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
+    let dry_run = ctx.dry_run()?;
+    let hub = read_body(ctx, req).await?;
+    let created = ctx.store.create(&ctx.ri.namespace, hub, dry_run).await?;
+    ctx.object_response(StatusCode::CREATED, &created)
+}
+
+async fn update(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
+    let dry_run = ctx.dry_run()?;
+    let hub = read_body(ctx, req).await?;
+    let (obj, created) = ctx
+        .store
+        .update(&ctx.ri.namespace, &ctx.ri.name, hub, dry_run)
+        .await?;
+    ctx.object_response(
+        if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        },
+        &obj,
+    )
+}
+
+async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
+    let mut dry_run = ctx.dry_run()?;
+    let bytes = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            Status::too_large(format!(
+                "Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
+            ))
+        })?;
+    let mut pre = Preconditions::default();
+    if !bytes.iter().all(u8::is_ascii_whitespace) {
+        let opts: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| Status::bad_request(format!("DeleteOptions could not be decoded: {e}")))?;
+        if let Some(p) = opts.get("preconditions") {
+            pre.uid = p.get("uid").and_then(Value::as_str).map(str::to_string);
+            pre.resource_version = p
+                .get("resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+        }
+        if let Some(dr) = opts.get("dryRun").and_then(Value::as_array) {
+            for v in dr {
+                match v.as_str() {
+                    Some("All") => dry_run = true,
+                    other => {
+                        return Err(options_invalid(
+                            "dryRun",
+                            format!(
+                                "Unsupported value: {:?}: supported values: \"All\"",
+                                other.unwrap_or_default()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(policy) = opts.get("propagationPolicy").and_then(Value::as_str)
+            && !matches!(policy, "Orphan" | "Background" | "Foreground")
+        {
+            return Err(options_invalid(
+                "propagationPolicy",
+                format!(
+                    "Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                ),
+            ));
+        }
+    }
+    let deleted = ctx
+        .store
+        .delete(&ctx.ri.namespace, &ctx.ri.name, &pre, dry_run)
+        .await?;
+    let meta = crate::scheme::object_meta(&deleted);
+    let status = Status::success(Some(StatusDetails {
+        name: meta.name,
+        group: ctx.info.group.into(),
+        kind: ctx.info.plural.into(),
+        uid: meta.uid,
+        ..Default::default()
+    }));
+    Ok(respond(
+        StatusCode::OK,
+        Format::Json,
+        &serde_json::to_value(status).unwrap_or_default(),
+    ))
+}

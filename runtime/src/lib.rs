@@ -1,0 +1,58 @@
+//! # apiforge-runtime
+//!
+//! The generic Kubernetes-style API server that resource groups declared with
+//! `apiforge-macros` plug into. A tour:
+//!
+//! - [`meta`]: `meta.k8s.io/v1` types (ObjectMeta, ListMeta, Status).
+//! - [`resource`]: the [`resource::Resource`] trait the derive macro
+//!   implements, its static [`resource::KindInfo`], and the overridable
+//!   [`resource::Strategy`] hooks.
+//! - [`validation`]: Kubernetes field errors and the shared validators.
+//! - [`scheme`]: the registry of kinds and versions, and the type-erased
+//!   operations every layer above storage uses.
+//! - [`builtin`]: the runtime's own groups (core `v1` Namespace), declared
+//!   with the same macros as user groups.
+//! - [`openapi`], [`discovery`]: documents generated from the scheme (at
+//!   build time, by the binary's `build.rs`).
+//!
+//! With the `server` feature (default):
+//! - [`storage`]: the etcd-shaped [`storage::Storage`] trait and its backends.
+//! - [`registry`]: the generic REST store (server-set metadata, optimistic
+//!   concurrency, watch translation).
+//! - [`endpoints`]: request parsing, the resource handlers, discovery,
+//!   OpenAPI, health.
+//! - [`server`]: options, TLS, the listener and the admin kubeconfig.
+//!
+//! Without `server` only the type-level half is built; that is what build
+//! scripts link.
+
+extern crate self as apiforge_runtime;
+
+pub mod builtin;
+pub mod discovery;
+#[cfg(feature = "server")]
+pub mod error;
+pub mod meta;
+pub mod openapi;
+pub mod resource;
+pub mod scheme;
+pub mod validation;
+
+#[cfg(feature = "server")]
+pub mod endpoints;
+#[cfg(feature = "server")]
+pub mod registry;
+#[cfg(feature = "server")]
+pub mod server;
+#[cfg(feature = "server")]
+pub mod storage;
+
+pub use apiforge_macros::Resource;
+
+/// Re-exports for generated code. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}

@@ -1,0 +1,763 @@
+//! The generic registry store: the REST semantics of one kind on top of the
+//! [`Storage`] interface, driven by the kind's strategy (the generic
+//! apiserver's `registry.Store`).
+//!
+//! Objects enter and leave in their hub form as JSON values; they are stored
+//! in the kind's storage version without `metadata.resourceVersion`, which is
+//! set from the storage revision on every read.
+
+mod selector;
+
+pub use selector::{FieldSelector, LabelSelector};
+
+use std::sync::Arc;
+
+use base64::Engine;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+use crate::meta::{Status, Time};
+use crate::resource::KindInfo;
+use crate::scheme::Kind;
+use crate::storage::{self, KeyValue, Revision, Storage, WatchItem, WriteOutcome};
+use crate::validation::{self, ErrorList, FieldError};
+
+/// The registry store of one kind.
+#[derive(Clone)]
+pub struct Store {
+    kind: Arc<Kind>,
+    info: &'static KindInfo,
+    storage: Arc<dyn Storage>,
+    prefix: String,
+}
+
+/// What a list returns.
+#[derive(Debug, Default)]
+pub struct ListPage {
+    /// The objects (hub form, resourceVersion set).
+    pub items: Vec<Value>,
+    /// The revision the list was read at.
+    pub resource_version: Revision,
+    /// The continue token, when more items follow.
+    pub continue_token: Option<String>,
+    /// Items after this page (only without selectors).
+    pub remaining: Option<i64>,
+}
+
+/// Options of a list or watch.
+#[derive(Debug, Default, Clone)]
+pub struct ListParams {
+    /// Label selector.
+    pub labels: LabelSelector,
+    /// Field selector.
+    pub fields: FieldSelector,
+    /// Page size (0 = all).
+    pub limit: usize,
+    /// Continue token from a previous page.
+    pub continue_token: Option<String>,
+    /// `resourceVersion` as given (`None` = unset).
+    pub resource_version: Option<Revision>,
+    /// `resourceVersionMatch=Exact`.
+    pub exact: bool,
+}
+
+/// One translated watch event.
+#[derive(Debug, Clone)]
+pub enum WatchEvent {
+    /// `ADDED`, `MODIFIED` or `DELETED` with the object (hub form).
+    Object(&'static str, Value),
+    /// A bookmark at this revision.
+    Bookmark(Revision),
+    /// An error that ends the watch.
+    Error(Box<Status>),
+}
+
+/// Preconditions of a delete.
+#[derive(Debug, Default, Clone)]
+pub struct Preconditions {
+    /// The object's uid must be this.
+    pub uid: Option<String>,
+    /// The object's resourceVersion must be this.
+    pub resource_version: Option<String>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: Revision,
+    start: String,
+}
+
+impl Store {
+    /// A store for `kind` under `<prefix>/<group>/<plural>/`.
+    pub fn new(kind: Arc<Kind>, storage: Arc<dyn Storage>, root_prefix: &str) -> Self {
+        let info = kind.storage_info();
+        let prefix = if info.group.is_empty() {
+            format!("{root_prefix}/{}/", info.plural)
+        } else {
+            format!("{root_prefix}/{}/{}/", info.group, info.plural)
+        };
+        Store {
+            kind,
+            info,
+            storage,
+            prefix,
+        }
+    }
+
+    /// The kind this store serves.
+    pub fn kind(&self) -> &Arc<Kind> {
+        &self.kind
+    }
+
+    fn namespaced(&self) -> bool {
+        self.info.namespaced()
+    }
+
+    /// The storage key of an object.
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        if self.namespaced() {
+            format!("{}{namespace}/{name}", self.prefix)
+        } else {
+            format!("{}{name}", self.prefix)
+        }
+    }
+
+    fn collection_prefix(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) if self.namespaced() => format!("{}{ns}/", self.prefix),
+            _ => self.prefix.clone(),
+        }
+    }
+
+    fn not_found(&self, name: &str) -> ApiError {
+        Status::not_found(self.info.group, self.info.plural, name).into()
+    }
+
+    fn invalid(&self, name: &str, errs: &ErrorList) -> ApiError {
+        Status::invalid(self.info.group, self.info.kind, name, errs.to_causes()).into()
+    }
+
+    fn decode_err(e: crate::scheme::DecodeError) -> ApiError {
+        Status::internal(e.to_string()).into()
+    }
+
+    /// Encodes a hub object for storage (storage version, no resourceVersion).
+    fn encode(&self, hub: &Value) -> ApiResult<Bytes> {
+        let mut stored = self.kind.to_storage(hub).map_err(Self::decode_err)?;
+        if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+        }
+        Ok(Bytes::from(
+            serde_json::to_vec(&stored).map_err(|e| Status::internal(e.to_string()))?,
+        ))
+    }
+
+    /// Decodes a stored key-value into the hub form with its resourceVersion.
+    pub fn decode(&self, kv: &KeyValue) -> ApiResult<Value> {
+        let stored: Value = serde_json::from_slice(&kv.value).map_err(|e| {
+            Status::internal(format!("object stored at {} is not JSON: {e}", kv.key))
+        })?;
+        let mut hub = self.kind.from_storage(stored).map_err(Self::decode_err)?;
+        set_resource_version(&mut hub, kv.mod_revision);
+        Ok(hub)
+    }
+
+    /// Validation shared by create and update: the generic ObjectMeta rules.
+    fn validate_meta(&self, hub: &Value) -> ErrorList {
+        let meta = crate::scheme::object_meta(hub);
+        let mut errs = ErrorList::default();
+        if self.namespaced() && meta.namespace.is_empty() {
+            errs.push(FieldError::required("metadata.namespace", ""));
+        }
+        if !self.namespaced() && !meta.namespace.is_empty() {
+            errs.push(FieldError::forbidden(
+                "metadata.namespace",
+                "not allowed on this type",
+            ));
+        }
+        if meta.name.is_empty() {
+            errs.push(FieldError::required(
+                "metadata.name",
+                "name or generateName is required",
+            ));
+        } else {
+            for msg in validation::is_valid_path_segment_name(&meta.name) {
+                errs.push(FieldError::invalid("metadata.name", meta.name.clone(), msg));
+            }
+        }
+        errs
+    }
+
+    /// Creates an object. `hub` is the decoded, defaulted request body; the
+    /// namespace comes from the path. Returns the stored object.
+    pub async fn create(&self, namespace: &str, mut hub: Value, dry_run: bool) -> ApiResult<Value> {
+        let meta = metadata_mut(&mut hub)?;
+        if self.namespaced() {
+            match meta.get("namespace").and_then(Value::as_str) {
+                Some(ns) if !ns.is_empty() && ns != namespace => {
+                    return Err(Status::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    )
+                    .into());
+                }
+                _ => {
+                    meta.insert("namespace".into(), Value::String(namespace.into()));
+                }
+            }
+        }
+        let name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let generate_name = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        meta.insert(
+            "uid".into(),
+            Value::String(uuid::Uuid::new_v4().to_string()),
+        );
+        meta.insert(
+            "creationTimestamp".into(),
+            Value::String(Time::now().to_string()),
+        );
+        for server_set in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
+            meta.remove(server_set);
+        }
+        self.kind
+            .prepare_for_create(&mut hub)
+            .map_err(Self::decode_err)?;
+
+        let attempts = if name.is_empty() && !generate_name.is_empty() {
+            8
+        } else {
+            1
+        };
+        for _ in 0..attempts {
+            let name = if name.is_empty() && !generate_name.is_empty() {
+                let generated = format!("{generate_name}{}", random_suffix());
+                metadata_mut(&mut hub)?.insert("name".into(), Value::String(generated.clone()));
+                generated
+            } else {
+                name.clone()
+            };
+            let mut errs = self.kind.validate_create(&hub).map_err(Self::decode_err)?;
+            if errs.is_empty() {
+                errs = self.validate_meta(&hub);
+            }
+            if !errs.is_empty() {
+                return Err(self.invalid(&name, &errs));
+            }
+            let value = self.encode(&hub)?;
+            let key = self.key(namespace, &name);
+            if dry_run {
+                return match self.storage.get(&key, 0).await? {
+                    Some(_) => {
+                        Err(Status::already_exists(self.info.group, self.info.plural, &name).into())
+                    }
+                    None => self.round_trip(&hub),
+                };
+            }
+            match self.storage.create(&key, value).await {
+                Ok(kv) => return self.decode(&kv),
+                Err(storage::Error::AlreadyExists(_)) if attempts > 1 => continue,
+                Err(storage::Error::AlreadyExists(_)) => {
+                    return Err(
+                        Status::already_exists(self.info.group, self.info.plural, &name).into(),
+                    );
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Status::already_exists(self.info.group, self.info.plural, &name).into())
+    }
+
+    /// What storing and reading back `hub` would give (used by dry runs).
+    fn round_trip(&self, hub: &Value) -> ApiResult<Value> {
+        let bytes = self.encode(hub)?;
+        let stored: Value =
+            serde_json::from_slice(&bytes).map_err(|e| Status::internal(e.to_string()))?;
+        self.kind.from_storage(stored).map_err(Self::decode_err)
+    }
+
+    /// Reads one object.
+    pub async fn get(&self, namespace: &str, name: &str) -> ApiResult<Value> {
+        match self.storage.get(&self.key(namespace, name), 0).await? {
+            Some(kv) => self.decode(&kv),
+            None => Err(self.not_found(name)),
+        }
+    }
+
+    /// Lists objects (all namespaces when `namespace` is `None`).
+    pub async fn list(&self, namespace: Option<&str>, params: &ListParams) -> ApiResult<ListPage> {
+        let prefix = self.collection_prefix(namespace);
+        let (revision, start_key) = match &params.continue_token {
+            Some(token) => {
+                let t = decode_continue(token, &prefix)?;
+                (t.rv, Some(t.start))
+            }
+            None => {
+                let rv = match params.resource_version {
+                    Some(rv) if rv > 0 && (params.exact || params.limit > 0) => rv,
+                    _ => 0,
+                };
+                (rv, None)
+            }
+        };
+        let filtered = !params.labels.is_empty() || !params.fields.is_empty();
+        let mut page = ListPage::default();
+        {
+            let result = self
+                .storage
+                .list(&prefix, storage::ListOptions { revision, limit: params.limit, start_key })
+                .await
+                .map_err(|e| match e {
+                    storage::Error::Compacted { .. } if params.continue_token.is_some() => Status::expired(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+                    )
+                    .into(),
+                    storage::Error::Compacted { .. } => {
+                        Status::expired("The resourceVersion for the provided list is too old.").into()
+                    }
+                    other => ApiError::from(other),
+                })?;
+            page.resource_version = result.revision;
+            let last_key = result.items.last().map(|kv| kv.key.clone());
+            for kv in &result.items {
+                let obj = self.decode(kv)?;
+                if self.matches(&obj, params) {
+                    page.items.push(obj);
+                }
+            }
+            if result.more {
+                let next = format!("{}\u{0}", last_key.unwrap_or_default());
+                if params.limit > 0 && page.items.len() < params.limit && filtered {
+                    // Keep filling the page from the same snapshot.
+                    return self
+                        .fill_page(page, &prefix, result.revision, Some(next), params)
+                        .await;
+                }
+                page.continue_token = Some(encode_continue(result.revision, &next, &prefix));
+                if !filtered {
+                    page.remaining = Some(result.remaining);
+                }
+            }
+        }
+        Ok(page)
+    }
+
+    async fn fill_page(
+        &self,
+        mut page: ListPage,
+        prefix: &str,
+        revision: Revision,
+        mut start_key: Option<String>,
+        params: &ListParams,
+    ) -> ApiResult<ListPage> {
+        loop {
+            let want = params.limit - page.items.len();
+            let result = self
+                .storage
+                .list(
+                    prefix,
+                    storage::ListOptions {
+                        revision,
+                        limit: want.max(1),
+                        start_key: start_key.clone(),
+                    },
+                )
+                .await?;
+            let last_key = result.items.last().map(|kv| kv.key.clone());
+            for kv in &result.items {
+                let obj = self.decode(kv)?;
+                if self.matches(&obj, params) {
+                    page.items.push(obj);
+                }
+            }
+            if !result.more {
+                return Ok(page);
+            }
+            let next = format!("{}\u{0}", last_key.unwrap_or_default());
+            if page.items.len() >= params.limit {
+                page.continue_token = Some(encode_continue(revision, &next, prefix));
+                return Ok(page);
+            }
+            start_key = Some(next);
+        }
+    }
+
+    fn matches(&self, obj: &Value, params: &ListParams) -> bool {
+        let meta = crate::scheme::object_meta(obj);
+        params.labels.matches(&meta.labels)
+            && params.fields.matches(&|field| field_value(obj, field))
+    }
+
+    /// Replaces an object (PUT). Returns the stored object and whether it
+    /// was created.
+    pub async fn update(
+        &self,
+        namespace: &str,
+        name: &str,
+        mut hub: Value,
+        dry_run: bool,
+    ) -> ApiResult<(Value, bool)> {
+        {
+            let meta = metadata_mut(&mut hub)?;
+            let body_name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
+            if body_name.is_empty() {
+                meta.insert("name".into(), Value::String(name.into()));
+            } else if body_name != name {
+                return Err(Status::bad_request(format!(
+                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
+                ))
+                .into());
+            }
+            if self.namespaced() {
+                match meta.get("namespace").and_then(Value::as_str) {
+                    Some(ns) if !ns.is_empty() && ns != namespace => {
+                        return Err(Status::bad_request(
+                            "the namespace of the provided object does not match the namespace sent on the request",
+                        )
+                        .into());
+                    }
+                    _ => {
+                        meta.insert("namespace".into(), Value::String(namespace.into()));
+                    }
+                }
+            }
+        }
+        let key = self.key(namespace, name);
+        let requested_rv = crate::scheme::object_meta(&hub).resource_version;
+        loop {
+            let current = self.storage.get(&key, 0).await?;
+            let Some(current) = current else {
+                if !self.kind.allow_create_on_update() {
+                    return Err(self.not_found(name));
+                }
+                let created = self.create(namespace, hub.clone(), dry_run).await?;
+                return Ok((created, true));
+            };
+            let old = self.decode(&current)?;
+            if requested_rv.is_empty() {
+                if !self.kind.allow_unconditional_update() {
+                    let errs = ErrorList(vec![FieldError::invalid(
+                        "metadata.resourceVersion",
+                        "0x0",
+                        "must be specified for an update",
+                    )]);
+                    return Err(self.invalid(name, &errs));
+                }
+            } else if requested_rv != current.mod_revision.to_string() {
+                return Err(self.conflict(name));
+            }
+            let mut new = hub.clone();
+            copy_immutable_meta(&mut new, &old)?;
+            self.kind
+                .prepare_for_update(&mut new, &old)
+                .map_err(Self::decode_err)?;
+            let mut errs = self
+                .kind
+                .validate_update(&new, &old)
+                .map_err(Self::decode_err)?;
+            if errs.is_empty() {
+                errs = self.validate_meta(&new);
+            }
+            if !errs.is_empty() {
+                return Err(self.invalid(name, &errs));
+            }
+            if dry_run {
+                let mut out = self.round_trip(&new)?;
+                set_resource_version(&mut out, current.mod_revision);
+                return Ok((out, false));
+            }
+            let value = self.encode(&new)?;
+            match self
+                .storage
+                .update(&key, current.mod_revision, value)
+                .await?
+            {
+                WriteOutcome::Done(kv) => return Ok((self.decode(&kv)?, false)),
+                WriteOutcome::Conflict(_) if requested_rv.is_empty() => continue,
+                WriteOutcome::Conflict(_) => return Err(self.conflict(name)),
+            }
+        }
+    }
+
+    fn conflict(&self, name: &str) -> ApiError {
+        Status::conflict(
+            self.info.group,
+            self.info.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+        .into()
+    }
+
+    /// Deletes an object; returns its last state.
+    pub async fn delete(
+        &self,
+        namespace: &str,
+        name: &str,
+        pre: &Preconditions,
+        dry_run: bool,
+    ) -> ApiResult<Value> {
+        let key = self.key(namespace, name);
+        loop {
+            let Some(current) = self.storage.get(&key, 0).await? else {
+                return Err(self.not_found(name));
+            };
+            let obj = self.decode(&current)?;
+            let meta = crate::scheme::object_meta(&obj);
+            if let Some(uid) = &pre.uid
+                && *uid != meta.uid
+            {
+                return Err(Status::conflict(
+                    self.info.group,
+                    self.info.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        meta.uid
+                    ),
+                )
+                .into());
+            }
+            if let Some(rv) = &pre.resource_version
+                && *rv != meta.resource_version
+            {
+                return Err(Status::conflict(
+                        self.info.group,
+                        self.info.plural,
+                        name,
+                        &format!(
+                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                            meta.resource_version
+                        ),
+                    )
+                    .into());
+            }
+            if dry_run {
+                return Ok(obj);
+            }
+            match self.storage.delete(&key, Some(current.mod_revision)).await {
+                Ok(WriteOutcome::Done(_)) => return Ok(obj),
+                Ok(WriteOutcome::Conflict(_)) => continue,
+                Err(storage::Error::NotFound(_)) => return Err(self.not_found(name)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Watches objects. With `resource_version` unset or 0 the current state
+    /// comes first as `ADDED` events.
+    pub async fn watch(
+        &self,
+        namespace: Option<&str>,
+        params: &ListParams,
+        bookmarks: bool,
+    ) -> ApiResult<futures::stream::BoxStream<'static, WatchEvent>> {
+        let prefix = self.collection_prefix(namespace);
+        let (initial, start) = match params.resource_version {
+            Some(rv) if rv > 0 => (Vec::new(), rv),
+            _ => {
+                let page = self
+                    .list(
+                        namespace,
+                        &ListParams {
+                            limit: 0,
+                            continue_token: None,
+                            ..params.clone()
+                        },
+                    )
+                    .await?;
+                (page.items, page.resource_version)
+            }
+        };
+        let stream = match self.storage.watch(&prefix, start, bookmarks).await {
+            Ok(s) => s,
+            Err(storage::Error::Compacted {
+                requested,
+                compacted,
+            }) => {
+                let status = Status::expired(format!(
+                    "too old resource version: {requested} ({compacted})"
+                ));
+                return Ok(
+                    futures::stream::iter(vec![WatchEvent::Error(Box::new(status))]).boxed(),
+                );
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let initial =
+            futures::stream::iter(initial.into_iter().map(|o| WatchEvent::Object("ADDED", o)));
+        let store = self.clone();
+        let params = params.clone();
+        let live = stream.filter_map(move |item| {
+            let out = store.translate(item, &params);
+            async move { out }
+        });
+        // Stop after the first error event.
+        let mut done = false;
+        let live = live.take_while(move |ev| {
+            let keep = !done;
+            if matches!(ev, WatchEvent::Error(_)) {
+                done = true;
+            }
+            async move { keep }
+        });
+        Ok(initial.chain(live).boxed())
+    }
+
+    fn translate(
+        &self,
+        item: storage::Result<WatchItem>,
+        params: &ListParams,
+    ) -> Option<WatchEvent> {
+        match item {
+            Ok(WatchItem::Progress(rev)) => Some(WatchEvent::Bookmark(rev)),
+            Ok(WatchItem::Event(ev)) => {
+                let obj = match self.decode(&ev.kv) {
+                    Ok(o) => o,
+                    Err(e) => return Some(WatchEvent::Error(e.0)),
+                };
+                let now = self.matches(&obj, params);
+                let before = match &ev.prev {
+                    Some(prev) => self
+                        .decode(prev)
+                        .map(|p| self.matches(&p, params))
+                        .unwrap_or(false),
+                    None => false,
+                };
+                let ty = match ev.kind {
+                    storage::EventType::Deleted => {
+                        if !before && !now {
+                            return None;
+                        }
+                        "DELETED"
+                    }
+                    storage::EventType::Created if now => "ADDED",
+                    storage::EventType::Modified if now && before => "MODIFIED",
+                    storage::EventType::Modified if now => "ADDED",
+                    storage::EventType::Modified if before => "DELETED",
+                    _ => return None,
+                };
+                Some(WatchEvent::Object(ty, obj))
+            }
+            Err(storage::Error::Compacted {
+                requested,
+                compacted,
+            }) => Some(WatchEvent::Error(Box::new(Status::expired(format!(
+                "too old resource version: {requested} ({compacted})"
+            ))))),
+            Err(e) => Some(WatchEvent::Error(ApiError::from(e).0)),
+        }
+    }
+}
+
+fn random_suffix() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+fn metadata_mut(obj: &mut Value) -> ApiResult<&mut serde_json::Map<String, Value>> {
+    let map = obj
+        .as_object_mut()
+        .ok_or_else(|| ApiError::from(Status::bad_request("the object is not a JSON object")))?;
+    let meta = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if meta.is_null() {
+        *meta = Value::Object(Default::default());
+    }
+    meta.as_object_mut()
+        .ok_or_else(|| ApiError::from(Status::bad_request("metadata must be an object")))
+}
+
+/// Sets `metadata.resourceVersion`.
+pub fn set_resource_version(obj: &mut Value, rv: Revision) {
+    if let Ok(meta) = metadata_mut(obj) {
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+}
+
+fn copy_immutable_meta(new: &mut Value, old: &Value) -> ApiResult<()> {
+    let old_meta = old
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let meta = metadata_mut(new)?;
+    for key in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        match old_meta.get(key) {
+            Some(v) => {
+                meta.insert(key.into(), v.clone());
+            }
+            None => {
+                meta.remove(key);
+            }
+        }
+    }
+    meta.remove("resourceVersion");
+    Ok(())
+}
+
+/// Reads a simple dotted field (`metadata.name`, `spec.x`) as a string.
+pub fn field_value(obj: &Value, path: &str) -> Option<String> {
+    let mut cur = obj;
+    for part in path.split('.') {
+        cur = cur.get(part)?;
+    }
+    match cur {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+fn encode_continue(rv: Revision, start: &str, prefix: &str) -> String {
+    let start = start.strip_prefix(prefix).unwrap_or(start);
+    let token = ContinueToken {
+        v: "meta.k8s.io/v1".into(),
+        rv,
+        start: start.into(),
+    };
+    let json = serde_json::to_vec(&token).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+fn decode_continue(token: &str, prefix: &str) -> ApiResult<ContinueToken> {
+    let invalid = || {
+        ApiError::from(Status::bad_request(
+            "invalid continue token: continue key is not valid",
+        ))
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| invalid())?;
+    let mut t: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    if t.v != "meta.k8s.io/v1" || t.rv <= 0 || t.start.contains("..") || t.start.starts_with('/') {
+        return Err(invalid());
+    }
+    t.start = format!("{prefix}{}", t.start);
+    Ok(t)
+}

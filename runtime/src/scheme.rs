@@ -1,0 +1,401 @@
+//! The kind registry: every compiled-in kind with its versions, and the
+//! type-erased operations (decode, default, convert, validate, encode) the
+//! layers above storage use. Objects cross this boundary as JSON values, so
+//! the registry, cacher and endpoints are written once for all kinds.
+//!
+//! A kind has one *hub* type (the type the strategy runs on, often one of the
+//! versions) and any number of served versions, each convertible to and
+//! from the hub. One served version is the storage version.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::meta::ObjectMeta;
+use crate::resource::{KindInfo, Resource, Strategy};
+use crate::validation::ErrorList;
+
+/// Conversion between a versioned type and its hub. Identity for the hub
+/// itself; derived or hand-written for the other versions.
+pub trait Convert<H>: Sized {
+    /// Converts this version into the hub.
+    fn into_hub(self) -> H;
+    /// Converts the hub into this version.
+    fn from_hub(hub: &H) -> Self;
+}
+
+impl<T: Clone> Convert<T> for T {
+    fn into_hub(self) -> T {
+        self
+    }
+    fn from_hub(hub: &T) -> Self {
+        hub.clone()
+    }
+}
+
+/// Why a body could not be decoded into a kind.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The JSON does not fit the type (wrong field types, ...).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Operations of one served version of a kind.
+#[derive(Clone)]
+pub struct VersionOps {
+    /// The version's static facts.
+    pub info: &'static KindInfo,
+    decode: fn(Value) -> Result<Value, DecodeError>,
+    encode: fn(&Value) -> Result<Value, DecodeError>,
+    schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+}
+
+impl VersionOps {
+    /// The OpenAPI schema of this version.
+    pub fn schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        (self.schema)(generator)
+    }
+}
+
+fn decode_version<V, H>(body: Value) -> Result<Value, DecodeError>
+where
+    V: Strategy + Convert<H>,
+    H: Resource,
+{
+    let mut v: V = serde_json::from_value(body).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    v.default_fields();
+    let hub: H = v.into_hub();
+    serde_json::to_value(&hub).map_err(|e| DecodeError::Invalid(e.to_string()))
+}
+
+fn encode_version<V, H>(hub: &Value) -> Result<Value, DecodeError>
+where
+    V: Resource + Convert<H>,
+    H: Resource,
+{
+    let hub: H =
+        serde_json::from_value(hub.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let v = V::from_hub(&hub);
+    let body = serde_json::to_value(&v).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(with_type_meta(body, &V::INFO))
+}
+
+/// Puts `apiVersion` and `kind` first in an encoded object.
+pub fn with_type_meta(body: Value, info: &KindInfo) -> Value {
+    let mut out = Map::new();
+    out.insert("apiVersion".into(), Value::String(info.api_version()));
+    out.insert("kind".into(), Value::String(info.kind.into()));
+    if let Value::Object(map) = body {
+        for (k, v) in map {
+            if k != "apiVersion" && k != "kind" {
+                out.insert(k, v);
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+fn schema_of<V: Resource>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<V>()
+}
+
+type HubValidate = fn(&Value) -> Result<ErrorList, DecodeError>;
+type HubValidateUpdate = fn(&Value, &Value) -> Result<ErrorList, DecodeError>;
+type HubPrepare = fn(&mut Value) -> Result<(), DecodeError>;
+type HubPrepareUpdate = fn(&mut Value, &Value) -> Result<(), DecodeError>;
+
+/// A kind with all its versions, type-erased.
+#[derive(Clone)]
+pub struct Kind {
+    versions: Vec<VersionOps>,
+    storage_version: &'static str,
+    validate_create: HubValidate,
+    validate_update: HubValidateUpdate,
+    prepare_for_create: HubPrepare,
+    prepare_for_update: HubPrepareUpdate,
+    allow_create_on_update: bool,
+    allow_unconditional_update: bool,
+}
+
+fn hub_validate<H: Strategy>(v: &Value) -> Result<ErrorList, DecodeError> {
+    let h: H =
+        serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(h.validate_create())
+}
+
+fn hub_validate_update<H: Strategy>(v: &Value, old: &Value) -> Result<ErrorList, DecodeError> {
+    let h: H =
+        serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let o: H =
+        serde_json::from_value(old.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(h.validate_update(&o))
+}
+
+fn hub_prepare<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
+    let mut h: H =
+        serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    h.prepare_for_create();
+    *v = serde_json::to_value(&h).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(())
+}
+
+fn hub_prepare_update<H: Strategy>(v: &mut Value, old: &Value) -> Result<(), DecodeError> {
+    let mut h: H =
+        serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let o: H =
+        serde_json::from_value(old.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    h.prepare_for_update(&o);
+    *v = serde_json::to_value(&h).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(())
+}
+
+/// Builds a [`Kind`] from its hub type and versions.
+pub struct KindBuilder<H: Strategy> {
+    versions: Vec<VersionOps>,
+    storage_version: Option<&'static str>,
+    _hub: std::marker::PhantomData<fn() -> H>,
+}
+
+impl<H: Strategy> Default for KindBuilder<H> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<H: Strategy> KindBuilder<H> {
+    /// A kind whose strategy runs on `H`.
+    pub fn new() -> Self {
+        KindBuilder {
+            versions: Vec::new(),
+            storage_version: None,
+            _hub: std::marker::PhantomData,
+        }
+    }
+
+    /// Adds a served version `V` (convertible to and from the hub).
+    pub fn version<V: Strategy + Convert<H>>(mut self) -> Self {
+        self.versions.push(VersionOps {
+            info: &V::INFO,
+            decode: decode_version::<V, H>,
+            encode: encode_version::<V, H>,
+            schema: schema_of::<V>,
+        });
+        self
+    }
+
+    /// Marks version `V` (already added) as the storage version.
+    pub fn storage<V: Resource>(mut self) -> Self {
+        self.storage_version = Some(V::INFO.version);
+        self
+    }
+
+    /// Finishes the kind. Without an explicit storage version, the first
+    /// added version stores.
+    pub fn build(self) -> Kind {
+        let storage_version = self
+            .storage_version
+            .or_else(|| self.versions.first().map(|v| v.info.version))
+            .unwrap_or("");
+        Kind {
+            versions: self.versions,
+            storage_version,
+            validate_create: hub_validate::<H>,
+            validate_update: hub_validate_update::<H>,
+            prepare_for_create: hub_prepare::<H>,
+            prepare_for_update: hub_prepare_update::<H>,
+            allow_create_on_update: H::allow_create_on_update(),
+            allow_unconditional_update: H::allow_unconditional_update(),
+        }
+    }
+}
+
+impl Kind {
+    /// The served versions of this kind.
+    pub fn versions(&self) -> &[VersionOps] {
+        &self.versions
+    }
+
+    /// The operations of one version.
+    pub fn version(&self, version: &str) -> Option<&VersionOps> {
+        self.versions.iter().find(|v| v.info.version == version)
+    }
+
+    /// The storage version's facts.
+    pub fn storage_info(&self) -> &'static KindInfo {
+        self.version(self.storage_version)
+            .map(|v| v.info)
+            .unwrap_or_else(|| self.versions[0].info)
+    }
+
+    /// Decodes a request body in `version` into the hub form (defaulted).
+    pub fn decode(&self, version: &str, body: Value) -> Result<Value, DecodeError> {
+        let ops = self
+            .version(version)
+            .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))?;
+        (ops.decode)(body)
+    }
+
+    /// Encodes a hub object in `version` (with `apiVersion` and `kind`).
+    pub fn encode(&self, version: &str, hub: &Value) -> Result<Value, DecodeError> {
+        let ops = self
+            .version(version)
+            .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))?;
+        (ops.encode)(hub)
+    }
+
+    /// Round-trips a hub object through the storage version, as writing it
+    /// to storage and reading it back would (lossy conversions show here).
+    pub fn to_storage(&self, hub: &Value) -> Result<Value, DecodeError> {
+        self.encode(self.storage_version, hub)
+    }
+
+    /// Decodes an object read from storage into the hub form.
+    pub fn from_storage(&self, stored: Value) -> Result<Value, DecodeError> {
+        self.decode(self.storage_version, stored)
+    }
+
+    /// Runs the strategy's create validation.
+    pub fn validate_create(&self, hub: &Value) -> Result<ErrorList, DecodeError> {
+        (self.validate_create)(hub)
+    }
+
+    /// Runs the strategy's update validation.
+    pub fn validate_update(&self, hub: &Value, old: &Value) -> Result<ErrorList, DecodeError> {
+        (self.validate_update)(hub, old)
+    }
+
+    /// Runs the strategy's create preparation.
+    pub fn prepare_for_create(&self, hub: &mut Value) -> Result<(), DecodeError> {
+        (self.prepare_for_create)(hub)
+    }
+
+    /// Runs the strategy's update preparation.
+    pub fn prepare_for_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
+        (self.prepare_for_update)(hub, old)
+    }
+
+    /// Whether a PUT on a missing object creates it.
+    pub fn allow_create_on_update(&self) -> bool {
+        self.allow_create_on_update
+    }
+
+    /// Whether a PUT without a resourceVersion is allowed.
+    pub fn allow_unconditional_update(&self) -> bool {
+        self.allow_unconditional_update
+    }
+}
+
+/// One API group: its name, versions (preferred first) and kinds.
+#[derive(Clone)]
+pub struct Group {
+    /// The group name (`""` for core).
+    pub name: &'static str,
+    /// Served versions, preferred first.
+    pub versions: Vec<&'static str>,
+    /// Prefix of OpenAPI model names, e.g.
+    /// `io.k8s.sample-apiserver.pkg.apis.wardle` (the version is appended).
+    pub model_prefix: &'static str,
+    /// OpenAPI `info.title` of the group's documents.
+    pub title: &'static str,
+    /// The kinds of the group.
+    pub kinds: Vec<Arc<Kind>>,
+}
+
+impl Group {
+    /// A new group with its versions, preferred first.
+    pub fn new(name: &'static str, versions: &[&'static str]) -> Self {
+        Group {
+            name,
+            versions: versions.to_vec(),
+            model_prefix: "",
+            title: "",
+            kinds: Vec::new(),
+        }
+    }
+
+    /// Sets the OpenAPI model-name prefix.
+    pub fn model_prefix(mut self, prefix: &'static str) -> Self {
+        self.model_prefix = prefix;
+        self
+    }
+
+    /// Sets the OpenAPI document title.
+    pub fn title(mut self, title: &'static str) -> Self {
+        self.title = title;
+        self
+    }
+
+    /// Adds a kind.
+    pub fn kind(mut self, kind: Kind) -> Self {
+        self.kinds.push(Arc::new(kind));
+        self
+    }
+
+    /// The kinds served in `version`, with their version operations.
+    pub fn kinds_in(&self, version: &str) -> Vec<(&Arc<Kind>, &VersionOps)> {
+        self.kinds
+            .iter()
+            .filter_map(|k| k.version(version).map(|v| (k, v)))
+            .collect()
+    }
+}
+
+/// All compiled-in groups.
+#[derive(Clone, Default)]
+pub struct Scheme {
+    groups: Vec<Group>,
+}
+
+impl Scheme {
+    /// An empty scheme.
+    pub fn new() -> Self {
+        Scheme::default()
+    }
+
+    /// Installs a group (replacing one of the same name).
+    pub fn add_group(&mut self, group: Group) {
+        self.groups.retain(|g| g.name != group.name);
+        self.groups.push(group);
+    }
+
+    /// The installed groups, in installation order.
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+
+    /// The group with this name.
+    pub fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+
+    /// Looks up a kind by group, version and plural resource name.
+    pub fn resource(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<(Arc<Kind>, &'static KindInfo)> {
+        let g = self.group(group)?;
+        if !g.versions.contains(&version) {
+            return None;
+        }
+        g.kinds_in(version)
+            .into_iter()
+            .find(|(_, v)| v.info.plural == plural)
+            .map(|(k, v)| (k.clone(), v.info))
+    }
+
+    /// Groups keyed by name (sorted), for stable document output.
+    pub fn groups_by_name(&self) -> BTreeMap<&'static str, &Group> {
+        self.groups.iter().map(|g| (g.name, g)).collect()
+    }
+}
+
+/// Reads `metadata` of a JSON object into [`ObjectMeta`].
+pub fn object_meta(obj: &Value) -> ObjectMeta {
+    obj.get("metadata")
+        .and_then(|m| serde_json::from_value(m.clone()).ok())
+        .unwrap_or_default()
+}

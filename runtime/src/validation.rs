@@ -1,0 +1,282 @@
+//! Kubernetes field errors (`field.Error` / `field.ErrorList`) and the
+//! validators shared by every kind (names, labels).
+
+use std::fmt;
+
+use crate::meta::StatusCause;
+
+/// The type of a field error, rendered as the cause's `reason`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorType {
+    /// `FieldValueNotFound`.
+    NotFound,
+    /// `FieldValueRequired`.
+    Required,
+    /// `FieldValueDuplicate`.
+    Duplicate,
+    /// `FieldValueInvalid`.
+    Invalid,
+    /// `FieldValueNotSupported`.
+    NotSupported,
+    /// `FieldValueForbidden`.
+    Forbidden,
+    /// `FieldValueTooLong`.
+    TooLong,
+    /// `FieldValueTooMany`.
+    TooMany,
+    /// `InternalError`.
+    Internal,
+    /// `FieldValueTypeInvalid`.
+    TypeInvalid,
+}
+
+impl ErrorType {
+    /// The cause reason string.
+    pub fn reason(self) -> &'static str {
+        match self {
+            ErrorType::NotFound => "FieldValueNotFound",
+            ErrorType::Required => "FieldValueRequired",
+            ErrorType::Duplicate => "FieldValueDuplicate",
+            ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::NotSupported => "FieldValueNotSupported",
+            ErrorType::Forbidden => "FieldValueForbidden",
+            ErrorType::TooLong => "FieldValueTooLong",
+            ErrorType::TooMany => "FieldValueTooMany",
+            ErrorType::Internal => "InternalError",
+            ErrorType::TypeInvalid => "FieldValueTypeInvalid",
+        }
+    }
+}
+
+/// One validation failure on one field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldError {
+    /// What kind of failure.
+    pub type_: ErrorType,
+    /// The field path, e.g. `spec.replicas` or `metadata.labels[app]`.
+    pub field: String,
+    /// The offending value, if it is shown (`Invalid value: "x"`).
+    pub bad_value: Option<serde_json::Value>,
+    /// Extra detail.
+    pub detail: String,
+}
+
+impl FieldError {
+    /// `FieldValueInvalid` with the bad value.
+    pub fn invalid(
+        field: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            type_: ErrorType::Invalid,
+            field: field.into(),
+            bad_value: Some(value.into()),
+            detail: detail.into(),
+        }
+    }
+
+    /// `FieldValueRequired`.
+    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            type_: ErrorType::Required,
+            field: field.into(),
+            bad_value: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// `FieldValueForbidden`.
+    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            type_: ErrorType::Forbidden,
+            field: field.into(),
+            bad_value: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// `FieldValueNotSupported` with the supported values.
+    pub fn not_supported(
+        field: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+        supported: &[&str],
+    ) -> Self {
+        let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        FieldError {
+            type_: ErrorType::NotSupported,
+            field: field.into(),
+            bad_value: Some(value.into()),
+            detail: format!("supported values: {}", quoted.join(", ")),
+        }
+    }
+
+    /// The message as Kubernetes renders it: `Invalid value: "x": detail`.
+    pub fn message(&self) -> String {
+        let head = match self.type_ {
+            ErrorType::NotFound => "Not found",
+            ErrorType::Required => "Required value",
+            ErrorType::Duplicate => "Duplicate value",
+            ErrorType::Invalid => "Invalid value",
+            ErrorType::NotSupported => "Unsupported value",
+            ErrorType::Forbidden => "Forbidden",
+            ErrorType::TooLong => "Too long",
+            ErrorType::TooMany => "Too many",
+            ErrorType::Internal => "Internal error",
+            ErrorType::TypeInvalid => "Invalid value",
+        };
+        let mut out = head.to_string();
+        if let Some(v) = &self.bad_value
+            && matches!(
+                self.type_,
+                ErrorType::Invalid
+                    | ErrorType::NotSupported
+                    | ErrorType::Duplicate
+                    | ErrorType::NotFound
+                    | ErrorType::TypeInvalid
+            )
+        {
+            out.push_str(": ");
+            out.push_str(&render_value(v));
+        }
+        if !self.detail.is_empty() {
+            out.push_str(": ");
+            out.push_str(&self.detail);
+        }
+        out
+    }
+
+    /// The `StatusCause` of this error.
+    pub fn to_cause(&self) -> StatusCause {
+        StatusCause {
+            reason: self.type_.reason().into(),
+            message: self.message(),
+            field: self.field.clone(),
+        }
+    }
+}
+
+fn render_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => format!("{s:?}"),
+        serde_json::Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message())
+    }
+}
+
+/// A list of field errors; empty means valid.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ErrorList(pub Vec<FieldError>);
+
+impl ErrorList {
+    /// True when there is no error.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds one error.
+    pub fn push(&mut self, e: FieldError) {
+        self.0.push(e);
+    }
+
+    /// Adds all errors of another list.
+    pub fn extend(&mut self, other: ErrorList) {
+        self.0.extend(other.0);
+    }
+
+    /// The status causes.
+    pub fn to_causes(&self) -> Vec<StatusCause> {
+        self.0.iter().map(FieldError::to_cause).collect()
+    }
+}
+
+const DNS1123_LABEL_MAX: usize = 63;
+const DNS1123_SUBDOMAIN_MAX: usize = 253;
+
+/// Errors of a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, ≤ 63).
+pub fn is_dns1123_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX {
+        errs.push(format!(
+            "must be no more than {DNS1123_LABEL_MAX} characters"
+        ));
+    }
+    if !label_ok(value) {
+        errs.push("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into());
+    }
+    errs
+}
+
+fn label_ok(v: &str) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// Errors of a DNS-1123 subdomain (dot-separated labels, ≤ 253).
+pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_SUBDOMAIN_MAX {
+        errs.push(format!(
+            "must be no more than {DNS1123_SUBDOMAIN_MAX} characters"
+        ));
+    }
+    if value.is_empty() || !value.split('.').all(label_ok) {
+        errs.push("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into());
+    }
+    errs
+}
+
+/// Errors of a name that must be usable as a path segment.
+pub fn is_valid_path_segment_name(name: &str) -> Vec<String> {
+    if name == "." || name == ".." {
+        return vec![format!("may not be '{name}'")];
+    }
+    let mut errs = Vec::new();
+    for bad in ["/", "%"] {
+        if name.contains(bad) {
+            errs.push(format!("may not contain '{bad}'"));
+        }
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns_label() {
+        assert!(is_dns1123_label("my-name").is_empty());
+        assert!(!is_dns1123_label("My-name").is_empty());
+        assert!(!is_dns1123_label("-a").is_empty());
+        assert!(!is_dns1123_label(&"a".repeat(64)).is_empty());
+    }
+
+    #[test]
+    fn dns_subdomain() {
+        assert!(is_dns1123_subdomain("a.b-c.d").is_empty());
+        assert!(!is_dns1123_subdomain("a..b").is_empty());
+        assert!(!is_dns1123_subdomain("").is_empty());
+    }
+
+    #[test]
+    fn messages() {
+        let e = FieldError::invalid("spec.x", "v", "bad");
+        assert_eq!(e.message(), "Invalid value: \"v\": bad");
+        let e = FieldError::required("metadata.name", "name or generateName is required");
+        assert_eq!(
+            e.message(),
+            "Required value: name or generateName is required"
+        );
+    }
+}

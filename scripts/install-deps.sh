@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing apiforge needs on a fresh Debian machine:
+#   protoc      (etcd-client's build script compiles etcd's protobuf definitions)
+#   etcd        (the etcd3 storage backend's tests start a throwaway etcd)
+# kubectl is expected on the machine (the smoke tests say so clearly if it is missing).
+# Idempotent: does nothing when everything is there.
+# Usage: install-deps.sh [--build-only]   (--build-only: just what building needs)
+set -euo pipefail
+
+build_only=0
+[ "${1:-}" = "--build-only" ] && build_only=1
+
+need=()
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+if [ $build_only -eq 0 ] && ! command -v etcd >/dev/null 2>&1; then
+  need+=(etcd-server)
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install-deps: installing ${need[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  # etcd-server's package starts a system etcd on 2379; the tests never use it.
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  if [[ " ${need[*]} " == *" etcd-server "* ]]; then
+    ($SUDO systemctl disable --now etcd >/dev/null 2>&1 || $SUDO service etcd stop >/dev/null 2>&1 || true)
+  fi
+fi
+
+command -v protoc >/dev/null || { echo "install-deps: protoc is still missing" >&2; exit 1; }
+if [ $build_only -eq 0 ]; then
+  command -v etcd >/dev/null || { echo "install-deps: etcd is still missing" >&2; exit 1; }
+fi

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what the tests need (protoc, etcd), then
+# checks formatting and lints and runs every test (unit, storage conformance
+# on both backends, end-to-end against the real binary, kubectl smoke tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+export CARGO_TERM_COLOR=never
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo build"
+cargo build --workspace --all-targets --locked
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked 2>&1 | tee target/test-output.log
+# cargo test prints one summary per test binary; end with the total.
+awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' target/test-output.log

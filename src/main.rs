@@ -1,0 +1,120 @@
+//! The `apiforge` binary: serves the compiled-in API groups.
+//!
+//! `apiforge serve` runs the API server (flags follow kube-apiserver's);
+//! `apiforge openapi --out DIR` writes the generated OpenAPI documents.
+
+mod options;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use apiforge_runtime::endpoints::{Documents, VersionInfo};
+use apiforge_runtime::storage::Storage;
+use clap::Parser;
+
+/// The generated documents (OpenAPI, discovery) of the compiled-in groups.
+const DOCUMENTS: &str = include_str!(concat!(env!("OUT_DIR"), "/documents.json"));
+
+fn version_info() -> VersionInfo {
+    VersionInfo {
+        major: "1".into(),
+        minor: "33".into(),
+        git_version: format!("v1.33.0+apiforge-{}", env!("CARGO_PKG_VERSION")),
+        git_commit: option_env!("APIFORGE_GIT_COMMIT")
+            .unwrap_or("unknown")
+            .into(),
+        git_tree_state: "clean".into(),
+        build_date: option_env!("APIFORGE_BUILD_DATE")
+            .unwrap_or("unknown")
+            .into(),
+        go_version: "rustc".into(),
+        compiler: "rustc".into(),
+        platform: format!("{}/{}", std::env::consts::OS, normalized_arch()),
+    }
+}
+
+fn normalized_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = options::Cli::parse();
+    match cli.command {
+        options::Command::Serve(opts) => serve(*opts),
+        options::Command::Openapi(opts) => write_openapi(&opts.out),
+    }
+}
+
+fn serve(opts: options::ServeOptions) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(opts.log_filter()));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let config = opts.complete()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let storage: Arc<dyn Storage> = open_storage(&config).await?;
+        let docs = Documents::from_bundle(DOCUMENTS)?;
+        let mut scheme = apiforge_apis::scheme();
+        apiforge_runtime::builtin::install(&mut scheme);
+        apiforge_runtime::server::run(
+            config.server,
+            scheme,
+            docs,
+            storage,
+            version_info(),
+            shutdown_signal(),
+        )
+        .await?;
+        anyhow::Ok(())
+    })
+}
+
+async fn open_storage(config: &options::CompletedOptions) -> anyhow::Result<Arc<dyn Storage>> {
+    let dir = config.server.data_dir.join("store");
+    let store = apiforge_runtime::storage::embedded::EmbeddedStore::open(&dir, Default::default())
+        .with_context(|| format!("opening the embedded store in {}", dir.display()))?;
+    Ok(Arc::new(store))
+}
+
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot listen for SIGTERM");
+            std::future::pending::<()>().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+fn write_openapi(out: &std::path::Path) -> anyhow::Result<()> {
+    let bundle: serde_json::Value = serde_json::from_str(DOCUMENTS)?;
+    let docs = bundle["openapi_v3"]
+        .as_object()
+        .context("bundle has no openapi_v3")?;
+    for (path, doc) in docs {
+        let file = out
+            .join("v3")
+            .join(format!("{}_openapi.json", path.replace('/', "__")));
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut text = serde_json::to_string_pretty(doc)?;
+        text.push('\n');
+        std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(())
+}

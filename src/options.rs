@@ -1,0 +1,153 @@
+//! Command-line options. Flag names and defaults follow kube-apiserver's
+//! where an equivalent exists.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::{Args, Parser, Subcommand};
+
+/// apiforge: a Kubernetes-style API server generated from Rust types.
+#[derive(Debug, Parser)]
+#[command(name = "apiforge", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the API server.
+    Serve(Box<ServeOptions>),
+    /// Write the OpenAPI v3 documents of the compiled-in groups.
+    Openapi(OpenapiOptions),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct OpenapiOptions {
+    /// Directory to write into (`<out>/v3/apis__<group>__<version>_openapi.json`).
+    #[arg(long, default_value = "openapi")]
+    pub(crate) out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeOptions {
+    /// The IP address on which to listen for the --secure-port port.
+    #[arg(long, default_value = "127.0.0.1", help_heading = "Secure serving")]
+    bind_address: IpAddr,
+    /// The port on which to serve HTTPS with authentication and authorization (0 picks a free port).
+    #[arg(long, default_value_t = 6443, help_heading = "Secure serving")]
+    secure_port: u16,
+    /// File containing the default x509 certificate for HTTPS; generated into --data-dir when unset.
+    #[arg(long, help_heading = "Secure serving")]
+    tls_cert_file: Option<PathBuf>,
+    /// File containing the default x509 private key matching --tls-cert-file.
+    #[arg(long, help_heading = "Secure serving")]
+    tls_private_key_file: Option<PathBuf>,
+    /// The IP address on which to advertise the apiserver to clients (kubeconfig server URL).
+    #[arg(long, help_heading = "Generic")]
+    advertise_address: Option<IpAddr>,
+    /// Time to delay the termination: /readyz fails during this time while requests are still served (e.g. 5s).
+    #[arg(long, default_value = "0s", value_parser = parse_duration, help_heading = "Generic")]
+    shutdown_delay_duration: Duration,
+    /// Directory for the embedded store, certificates, credentials and admin.kubeconfig.
+    #[arg(long, default_value = ".apiforge", help_heading = "Storage")]
+    data_dir: PathBuf,
+    /// The prefix to prepend to all resource paths in storage.
+    #[arg(long, default_value = "/registry", help_heading = "Storage")]
+    etcd_prefix: String,
+    /// Log verbosity (0 = info, 2+ = debug, 5+ = trace); RUST_LOG overrides it.
+    #[arg(short = 'v', long = "v", default_value_t = 0, help_heading = "Logs")]
+    verbosity: u8,
+}
+
+/// Options after defaults were filled in and everything was validated.
+pub(crate) struct CompletedOptions {
+    pub(crate) server: apiforge_runtime::server::Config,
+}
+
+impl ServeOptions {
+    pub(crate) fn log_filter(&self) -> &'static str {
+        match self.verbosity {
+            0 | 1 => "info",
+            2..=4 => "debug",
+            _ => "trace",
+        }
+    }
+
+    /// Fills defaults and validates; reports every problem at once.
+    pub(crate) fn complete(self) -> anyhow::Result<CompletedOptions> {
+        let mut errors = Vec::new();
+        if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
+            errors.push(
+                "--tls-cert-file and --tls-private-key-file must be given together".to_string(),
+            );
+        }
+        if !self.etcd_prefix.starts_with('/') {
+            errors.push(format!(
+                "--etcd-prefix {:?} must start with '/'",
+                self.etcd_prefix
+            ));
+        }
+        if !errors.is_empty() {
+            bail!("invalid options:\n  {}", errors.join("\n  "));
+        }
+        Ok(CompletedOptions {
+            server: apiforge_runtime::server::Config {
+                bind_address: self.bind_address,
+                secure_port: self.secure_port,
+                data_dir: self.data_dir,
+                tls_cert_file: self.tls_cert_file,
+                tls_private_key_file: self.tls_private_key_file,
+                advertise_address: self.advertise_address,
+                shutdown_delay: self.shutdown_delay_duration,
+                storage_prefix: self.etcd_prefix.trim_end_matches('/').to_string(),
+            },
+        })
+    }
+}
+
+/// Parses a Go-style duration: `0`, `500ms`, `5s`, `1m30s`, `2h`.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let (num, tail) = rest.split_at(digits);
+        let value: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_len);
+        let secs = match unit {
+            "ms" => value / 1000.0,
+            "s" => value,
+            "m" => value * 60.0,
+            "h" => value * 3600.0,
+            _ => return Err(format!("invalid duration {s:?}: unknown unit {unit:?}")),
+        };
+        total += Duration::from_secs_f64(secs);
+        rest = next;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("5x").is_err());
+    }
+}

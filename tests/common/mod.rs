@@ -1,0 +1,144 @@
+//! Test harness: starts the real `apiforge` binary on a free loopback port
+//! with a temporary data directory, and builds clients for it.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// A running `apiforge serve`. Killed (SIGKILL) on drop.
+pub struct Server {
+    child: Option<Child>,
+    /// The data directory.
+    pub data_dir: PathBuf,
+    /// The HTTPS port.
+    pub port: u16,
+    _tmp: Option<tempfile::TempDir>,
+    log: PathBuf,
+}
+
+/// A free loopback port (bind to 0, read, release).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl Server {
+    /// Starts a server on a fresh temporary data directory.
+    pub async fn start() -> Server {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("data");
+        let mut s = Server::start_in(&dir, free_port(), &[]).await;
+        s._tmp = Some(tmp);
+        s
+    }
+
+    /// Starts a server on `data_dir` and `port` with extra flags.
+    pub async fn start_in(data_dir: &Path, port: u16, extra: &[&str]) -> Server {
+        std::fs::create_dir_all(data_dir).expect("data dir");
+        let log = data_dir.with_extension(format!("{port}.log"));
+        let child = spawn(data_dir, port, extra, &log);
+        let server = Server {
+            child: Some(child),
+            data_dir: data_dir.to_path_buf(),
+            port,
+            _tmp: None,
+            log,
+        };
+        server.wait_ready().await;
+        server
+    }
+
+    /// The admin kubeconfig path.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.data_dir.join("admin.kubeconfig")
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// A kube client from the admin kubeconfig.
+    pub async fn client(&self) -> kube::Client {
+        let kc = Kubeconfig::read_from(self.kubeconfig()).expect("read kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .expect("kubeconfig");
+        kube::Client::try_from(config).expect("client")
+    }
+
+    async fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if self.kubeconfig().exists()
+                && let Ok(client) =
+                    tokio::time::timeout(Duration::from_secs(2), self.client()).await
+            {
+                let req = http::Request::get("/readyz")
+                    .body(Vec::new())
+                    .expect("request");
+                if let Ok(Ok(body)) =
+                    tokio::time::timeout(Duration::from_secs(2), client.request_text(req)).await
+                    && body == "ok"
+                {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not become ready; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Kills the server with SIGKILL and waits for it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running server");
+        let pid = child.id().to_string();
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill -TERM");
+        child.wait().expect("wait")
+    }
+}
+
+fn spawn(data_dir: &Path, port: u16, extra: &[&str], log: &Path) -> Child {
+    let log_file = std::fs::File::create(log).expect("log file");
+    let err_file = log_file.try_clone().expect("log file");
+    Command::new(env!("CARGO_BIN_EXE_apiforge"))
+        .arg("serve")
+        .arg("--secure-port")
+        .arg(port.to_string())
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(err_file)
+        .spawn()
+        .expect("spawn apiforge")
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

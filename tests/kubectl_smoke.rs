@@ -1,0 +1,174 @@
+//! Smoke test with the real kubectl: create, get (table, yaml), watch,
+//! delete against a running apiforge, and persistence across SIGKILL.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn kubectl_binary() -> String {
+    let bin = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
+    let found = Command::new(&bin).args(["version", "--client"]).output();
+    match found {
+        Ok(out) if out.status.success() => bin,
+        _ => panic!(
+            "kubectl not found (tried {bin:?}): install kubectl or set KUBECTL=/path/to/kubectl; this test does not skip"
+        ),
+    }
+}
+
+struct Kubectl {
+    bin: String,
+    kubeconfig: String,
+    cache: tempfile::TempDir,
+}
+
+impl Kubectl {
+    fn new(server: &common::Server) -> Self {
+        Kubectl {
+            bin: kubectl_binary(),
+            kubeconfig: server.kubeconfig().display().to_string(),
+            cache: tempfile::tempdir().expect("cache dir"),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.cache.path())
+            .args(args)
+            .env("HOME", self.cache.path());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run kubectl")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("write manifest");
+}
+
+#[tokio::test]
+async fn kubectl_walkthrough() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let port = common::free_port();
+    let mut server = common::Server::start_in(&dir, port, &[]).await;
+    let k = Kubectl::new(&server);
+
+    let manifest = tmp.path().join("flunder.yaml");
+    write(
+        &manifest,
+        "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata:\n  name: my-first-flunder\n  labels:\n    sample-label: \"true\"\nspec: {}\n",
+    );
+    let out = k.ok(&["create", "-f", manifest.to_str().expect("path")]);
+    assert_eq!(
+        out.trim(),
+        "flunder.wardle.example.com/my-first-flunder created"
+    );
+
+    let out = k.ok(&["get", "flunders"]);
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().expect("header").split_whitespace().collect();
+    assert_eq!(header, ["NAME", "CREATED", "AT"]);
+    assert!(
+        lines.next().expect("row").starts_with("my-first-flunder "),
+        "{out}"
+    );
+
+    let yaml = k.ok(&["get", "flunder", "my-first-flunder", "-o", "yaml"]);
+    assert!(
+        yaml.contains("apiVersion: wardle.example.com/v1beta1"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("kind: Flunder"), "{yaml}");
+    assert!(yaml.contains("sample-label: \"true\""), "{yaml}");
+    assert!(yaml.contains("uid: "), "{yaml}");
+
+    // `get -w` sees a flunder created meanwhile.
+    let mut watch = k
+        .command(&["get", "flunders", "-w", "--request-timeout=0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl get -w");
+    let stdout = watch.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Wait for the initial listing before creating.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("initial list from get -w");
+        if line.starts_with("my-first-flunder") {
+            break;
+        }
+    }
+    let second = tmp.path().join("second.yaml");
+    write(
+        &second,
+        "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata:\n  name: second-flunder\n",
+    );
+    k.ok(&["create", "-f", second.to_str().expect("path")]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("watch event from get -w");
+        if line.starts_with("second-flunder") {
+            break;
+        }
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+
+    // Persistence across SIGKILL.
+    server.kill();
+    let server = common::Server::start_in(&dir, port, &[]).await;
+    let out = k.ok(&["get", "flunders", "-o", "name"]);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "flunder.wardle.example.com/my-first-flunder",
+            "flunder.wardle.example.com/second-flunder"
+        ]
+    );
+
+    let out = k.ok(&["delete", "flunder", "my-first-flunder"]);
+    assert_eq!(
+        out.trim(),
+        "flunder.wardle.example.com \"my-first-flunder\" deleted"
+    );
+    let out = k.run(&["get", "flunder", "my-first-flunder"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Error from server (NotFound): flunders.wardle.example.com \"my-first-flunder\" not found"),
+        "{err}"
+    );
+    drop(server);
+}
