@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing apiforge needs on a fresh Debian machine:
-#   protoc      (etcd-client's build script compiles etcd's protobuf definitions)
+#   protoc      (etcd-client's build script compiles etcd's protobuf definitions;
+#                with libprotobuf-dev for the well-known .proto files)
 #   etcd        (the etcd3 storage backend's tests start a throwaway etcd)
 # kubectl is expected on the machine (the smoke tests say so clearly if it is missing).
 # Idempotent: does nothing when everything is there.
@@ -12,6 +13,8 @@ build_only=0
 
 need=()
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+# Debian's protoc ships without the well-known types etcd-client's protos import.
+[ -f /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
 if [ $build_only -eq 0 ] && ! command -v etcd >/dev/null 2>&1; then
   need+=(etcd-server)
 fi

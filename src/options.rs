@@ -57,6 +57,12 @@ pub(crate) struct ServeOptions {
     /// The prefix to prepend to all resource paths in storage.
     #[arg(long, default_value = "/registry", help_heading = "Storage")]
     etcd_prefix: String,
+    /// Enable the watch cache (reads and watches served from memory).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Storage")]
+    watch_cache: bool,
+    /// Default number of recent events the watch cache keeps per resource.
+    #[arg(long, default_value_t = 20_000, help_heading = "Storage")]
+    default_watch_cache_size: usize,
     /// Log verbosity (0 = info, 2+ = debug, 5+ = trace); RUST_LOG overrides it.
     #[arg(short = 'v', long = "v", default_value_t = 0, help_heading = "Logs")]
     verbosity: u8,
@@ -84,6 +90,12 @@ impl ServeOptions {
                 "--tls-cert-file and --tls-private-key-file must be given together".to_string(),
             );
         }
+        if self.watch_cache && self.default_watch_cache_size == 0 {
+            errors.push(
+                "--default-watch-cache-size must be positive when the watch cache is on"
+                    .to_string(),
+            );
+        }
         if !self.etcd_prefix.starts_with('/') {
             errors.push(format!(
                 "--etcd-prefix {:?} must start with '/'",
@@ -103,6 +115,12 @@ impl ServeOptions {
                 advertise_address: self.advertise_address,
                 shutdown_delay: self.shutdown_delay_duration,
                 storage_prefix: self.etcd_prefix.trim_end_matches('/').to_string(),
+                watch_cache: self
+                    .watch_cache
+                    .then(|| apiforge_runtime::registry::CacheOptions {
+                        window: self.default_watch_cache_size,
+                        ..Default::default()
+                    }),
             },
         })
     }

@@ -49,7 +49,18 @@ async fn discovery_finds_flunders() {
 
 #[tokio::test]
 async fn crud_and_watch() {
-    let server = common::Server::start().await;
+    crud_and_watch_on(&[]).await;
+}
+
+#[tokio::test]
+async fn crud_and_watch_without_watch_cache() {
+    crud_and_watch_on(&["--watch-cache=false"]).await;
+}
+
+async fn crud_and_watch_on(flags: &[&str]) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let server =
+        common::Server::start_in(&tmp.path().join("data"), common::free_port(), flags).await;
     let api = flunders(server.client().await, "default");
 
     let created = api

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::meta::Status;
-use crate::registry::Store;
+use crate::registry::{CacheOptions, Caches, Store};
 use crate::resource::KindInfo;
 use crate::scheme::Scheme;
 use crate::storage::Storage;
@@ -63,24 +63,49 @@ pub struct ApiServer {
     shutdown: tokio::sync::watch::Receiver<bool>,
 }
 
+/// What [`ApiServer::new`] is built from.
+pub struct ApiServerParts {
+    /// The kinds served.
+    pub scheme: Scheme,
+    /// The storage backend.
+    pub storage: Arc<dyn Storage>,
+    /// Storage key prefix (`/registry`).
+    pub storage_prefix: String,
+    /// The generated documents.
+    pub docs: Documents,
+    /// The admin bearer token.
+    pub admin_token: String,
+    /// What `/version` reports.
+    pub version: VersionInfo,
+    /// Watch cache settings; `None` serves reads from storage.
+    pub watch_cache: Option<CacheOptions>,
+}
+
 /// Maximum request body size (kube-apiserver's 3 MiB default).
 pub const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 impl ApiServer {
     /// Builds the handlers' shared state: one registry store per kind.
-    pub fn new(
-        scheme: Scheme,
-        storage: Arc<dyn Storage>,
-        storage_prefix: &str,
-        docs: Documents,
-        admin_token: String,
-        version: VersionInfo,
-        shutdown: tokio::sync::watch::Receiver<bool>,
-    ) -> Self {
+    pub fn new(parts: ApiServerParts, shutdown: tokio::sync::watch::Receiver<bool>) -> Self {
+        let ApiServerParts {
+            scheme,
+            storage,
+            storage_prefix,
+            docs,
+            admin_token,
+            version,
+            watch_cache,
+        } = parts;
         let mut stores = HashMap::new();
+        let caches = Caches::default();
         for group in scheme.groups() {
             for kind in &group.kinds {
-                let store = Store::new(kind.clone(), storage.clone(), storage_prefix);
+                let store = Store::new(
+                    kind.clone(),
+                    storage.clone(),
+                    &storage_prefix,
+                    watch_cache.as_ref().map(|opts| (&caches, opts)),
+                );
                 for v in kind.versions() {
                     stores.insert(
                         (

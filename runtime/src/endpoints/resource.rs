@@ -156,7 +156,15 @@ fn options_invalid(field: &str, message: String) -> ApiError {
 }
 
 async fn get(ctx: &Ctx<'_>) -> ApiResult<Response> {
-    let hub = ctx.store.get(&ctx.ri.namespace, &ctx.ri.name).await?;
+    let rv = match ctx.query.get("resourceVersion") {
+        None | Some("") => None,
+        Some(v) => Some(v.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            ApiError::from(Status::bad_request(format!(
+                "invalid resource version: {v:?}"
+            )))
+        })?),
+    };
+    let hub = ctx.store.get(&ctx.ri.namespace, &ctx.ri.name, rv).await?;
     ctx.object_response(StatusCode::OK, &hub)
 }
 

@@ -6,8 +6,12 @@
 //! in the kind's storage version without `metadata.resourceVersion`, which is
 //! set from the storage revision on every read.
 
+pub mod cache;
 mod selector;
+#[cfg(test)]
+mod tests;
 
+pub use cache::{CacheOptions, Caches};
 pub use selector::{FieldSelector, LabelSelector};
 
 use std::sync::Arc;
@@ -31,6 +35,7 @@ pub struct Store {
     info: &'static KindInfo,
     storage: Arc<dyn Storage>,
     prefix: String,
+    cache: Option<Arc<cache::WatchCache>>,
 }
 
 /// What a list returns.
@@ -91,20 +96,42 @@ struct ContinueToken {
 }
 
 impl Store {
-    /// A store for `kind` under `<prefix>/<group>/<plural>/`.
-    pub fn new(kind: Arc<Kind>, storage: Arc<dyn Storage>, root_prefix: &str) -> Self {
+    /// A store for `kind` under `<prefix>/<group>/<plural>/`. With
+    /// `caches`, reads and watches are served by the resource's watch cache
+    /// (started on first use); without, they go to storage.
+    pub fn new(
+        kind: Arc<Kind>,
+        storage: Arc<dyn Storage>,
+        root_prefix: &str,
+        caches: Option<(&Caches, &CacheOptions)>,
+    ) -> Self {
         let info = kind.storage_info();
         let prefix = if info.group.is_empty() {
             format!("{root_prefix}/{}/", info.plural)
         } else {
             format!("{root_prefix}/{}/{}/", info.group, info.plural)
         };
+        let cache = caches.map(|(caches, opts)| {
+            let decoder_kind = kind.clone();
+            caches.get_or_start(
+                &storage,
+                &prefix,
+                opts,
+                Arc::new(move |kv: &KeyValue| decode_kv(&decoder_kind, kv)),
+            )
+        });
         Store {
             kind,
             info,
             storage,
             prefix,
+            cache,
         }
+    }
+
+    /// The watch cache serving this store's reads, if any.
+    pub fn cache(&self) -> Option<&Arc<cache::WatchCache>> {
+        self.cache.as_ref()
     }
 
     /// The kind this store serves.
@@ -157,12 +184,7 @@ impl Store {
 
     /// Decodes a stored key-value into the hub form with its resourceVersion.
     pub fn decode(&self, kv: &KeyValue) -> ApiResult<Value> {
-        let stored: Value = serde_json::from_slice(&kv.value).map_err(|e| {
-            Status::internal(format!("object stored at {} is not JSON: {e}", kv.key))
-        })?;
-        let mut hub = self.kind.from_storage(stored).map_err(Self::decode_err)?;
-        set_resource_version(&mut hub, kv.mod_revision);
-        Ok(hub)
+        decode_kv(&self.kind, kv)
     }
 
     /// Validation shared by create and update: the generic ObjectMeta rules.
@@ -290,9 +312,27 @@ impl Store {
         self.kind.from_storage(stored).map_err(Self::decode_err)
     }
 
-    /// Reads one object.
-    pub async fn get(&self, namespace: &str, name: &str) -> ApiResult<Value> {
-        match self.storage.get(&self.key(namespace, name), 0).await? {
+    /// Reads one object. `resource_version`: `None` = most recent
+    /// (consistent), `Some(0)` = any, `Some(n)` = not older than `n`.
+    pub async fn get(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: Option<Revision>,
+    ) -> ApiResult<Value> {
+        let key = self.key(namespace, name);
+        if let Some(cache) = &self.cache {
+            match resource_version {
+                None => cache.wait_consistent().await?,
+                Some(0) => cache.wait_for(0).await?,
+                Some(rv) => cache.wait_for(rv).await?,
+            }
+            return match cache.snapshot().get(&key) {
+                Some(o) => Ok(o.object.clone()),
+                None => Err(self.not_found(name)),
+            };
+        }
+        match self.storage.get(&key, 0).await? {
             Some(kv) => self.decode(&kv),
             None => Err(self.not_found(name)),
         }
@@ -300,6 +340,79 @@ impl Store {
 
     /// Lists objects (all namespaces when `namespace` is `None`).
     pub async fn list(&self, namespace: Option<&str>, params: &ListParams) -> ApiResult<ListPage> {
+        if let Some(cache) = &self.cache
+            && let Some(page) = self.list_cached(cache, namespace, params).await?
+        {
+            return Ok(page);
+        }
+        self.list_storage(namespace, params).await
+    }
+
+    /// Serves a list from the watch cache; `None` when only storage can
+    /// answer (an exact old revision, or a continue token whose snapshot is
+    /// gone).
+    async fn list_cached(
+        &self,
+        cache: &cache::WatchCache,
+        namespace: Option<&str>,
+        params: &ListParams,
+    ) -> ApiResult<Option<ListPage>> {
+        let prefix = self.collection_prefix(namespace);
+        let (snapshot, start) = match &params.continue_token {
+            Some(token) => {
+                let t = decode_continue(token, &prefix)?;
+                match cache.snapshot_at(t.rv) {
+                    Some(s) => (s, Some(t.start)),
+                    None => return Ok(None),
+                }
+            }
+            None => {
+                match params.resource_version {
+                    None => cache.wait_consistent().await?,
+                    Some(0) => cache.wait_for(0).await?,
+                    Some(rv) if params.exact || params.limit > 0 => {
+                        cache.wait_for(rv).await?;
+                        if cache.revision() != rv {
+                            return Ok(None);
+                        }
+                    }
+                    Some(rv) => cache.wait_for(rv).await?,
+                }
+                (cache.snapshot(), None)
+            }
+        };
+        let filtered = !params.labels.is_empty() || !params.fields.is_empty();
+        let mut page = ListPage {
+            resource_version: snapshot.revision,
+            ..Default::default()
+        };
+        let mut iter = snapshot.range(&prefix, start.as_deref());
+        for o in iter.by_ref() {
+            if self.matches(&o.object, params) {
+                page.items.push(o.object.clone());
+                if params.limit > 0 && page.items.len() >= params.limit {
+                    break;
+                }
+            }
+        }
+        if params.limit > 0 && page.items.len() >= params.limit {
+            let rest: Vec<&Arc<cache::CachedObject>> = iter.collect();
+            if let Some(next) = rest.first() {
+                page.continue_token = Some(encode_continue(snapshot.revision, &next.key, &prefix));
+                if !filtered {
+                    page.remaining = Some(rest.len() as i64);
+                }
+                cache.remember(&snapshot);
+            }
+        }
+        Ok(Some(page))
+    }
+
+    async fn list_storage(
+        &self,
+        namespace: Option<&str>,
+        params: &ListParams,
+    ) -> ApiResult<ListPage> {
         let prefix = self.collection_prefix(namespace);
         let (revision, start_key) = match &params.continue_token {
             Some(token) => {
@@ -566,6 +679,9 @@ impl Store {
         params: &ListParams,
         bookmarks: bool,
     ) -> ApiResult<futures::stream::BoxStream<'static, WatchEvent>> {
+        if let Some(cache) = &self.cache {
+            return self.watch_cached(cache, namespace, params, bookmarks).await;
+        }
         let prefix = self.collection_prefix(namespace);
         let (initial, start) = match params.resource_version {
             Some(rv) if rv > 0 => (Vec::new(), rv),
@@ -618,6 +734,68 @@ impl Store {
         Ok(initial.chain(live).boxed())
     }
 
+    async fn watch_cached(
+        &self,
+        cache: &cache::WatchCache,
+        namespace: Option<&str>,
+        params: &ListParams,
+        bookmarks: bool,
+    ) -> ApiResult<futures::stream::BoxStream<'static, WatchEvent>> {
+        let prefix = self.collection_prefix(namespace);
+        let from = match params.resource_version {
+            None => {
+                cache.wait_consistent().await?;
+                None
+            }
+            Some(0) => {
+                cache.wait_for(0).await?;
+                None
+            }
+            Some(rv) => {
+                cache.wait_for(rv).await?;
+                Some(rv)
+            }
+        };
+        let items = match cache.watch(&prefix, from) {
+            Ok(items) => items,
+            Err(e) if e.code() == 410 => {
+                return Ok(futures::stream::iter(vec![WatchEvent::Error(e.0)]).boxed());
+            }
+            Err(e) => return Err(e),
+        };
+        let store = self.clone();
+        let params = params.clone();
+        let mut last_bookmark = std::time::Instant::now();
+        let events = items.filter_map(move |item| {
+            let out = match item {
+                cache::CacheItem::Progress(rev) => {
+                    if bookmarks && last_bookmark.elapsed() >= BOOKMARK_INTERVAL {
+                        last_bookmark = std::time::Instant::now();
+                        Some(WatchEvent::Bookmark(rev))
+                    } else {
+                        None
+                    }
+                }
+                cache::CacheItem::Event(ev) => {
+                    let now = store.matches(&ev.object.object, &params);
+                    let before = ev
+                        .prev
+                        .as_ref()
+                        .is_some_and(|p| store.matches(&p.object, &params));
+                    transition(ev.kind, before, now).map(|ty| {
+                        let mut obj = ev.object.object.clone();
+                        if ev.kind == storage::EventType::Deleted {
+                            set_resource_version(&mut obj, ev.revision);
+                        }
+                        WatchEvent::Object(ty, obj)
+                    })
+                }
+            };
+            async move { out }
+        });
+        Ok(events.boxed())
+    }
+
     fn translate(
         &self,
         item: storage::Result<WatchItem>,
@@ -638,20 +816,7 @@ impl Store {
                         .unwrap_or(false),
                     None => false,
                 };
-                let ty = match ev.kind {
-                    storage::EventType::Deleted => {
-                        if !before && !now {
-                            return None;
-                        }
-                        "DELETED"
-                    }
-                    storage::EventType::Created if now => "ADDED",
-                    storage::EventType::Modified if now && before => "MODIFIED",
-                    storage::EventType::Modified if now => "ADDED",
-                    storage::EventType::Modified if before => "DELETED",
-                    _ => return None,
-                };
-                Some(WatchEvent::Object(ty, obj))
+                transition(ev.kind, before, now).map(|ty| WatchEvent::Object(ty, obj))
             }
             Err(storage::Error::Compacted {
                 requested,
@@ -662,6 +827,32 @@ impl Store {
             Err(e) => Some(WatchEvent::Error(ApiError::from(e).0)),
         }
     }
+}
+
+/// How often a watcher that allows bookmarks gets one (at most).
+const BOOKMARK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The watch event type of a change, given whether the object matched the
+/// watcher's selectors before and after it (`None`: not the watcher's
+/// business).
+fn transition(kind: storage::EventType, before: bool, now: bool) -> Option<&'static str> {
+    match kind {
+        storage::EventType::Deleted if before || now => Some("DELETED"),
+        storage::EventType::Created if now => Some("ADDED"),
+        storage::EventType::Modified if now && before => Some("MODIFIED"),
+        storage::EventType::Modified if now => Some("ADDED"),
+        storage::EventType::Modified if before => Some("DELETED"),
+        _ => None,
+    }
+}
+
+/// Decodes a stored key-value into the hub form with its resourceVersion.
+fn decode_kv(kind: &Kind, kv: &KeyValue) -> ApiResult<Value> {
+    let stored: Value = serde_json::from_slice(&kv.value)
+        .map_err(|e| Status::internal(format!("object stored at {} is not JSON: {e}", kv.key)))?;
+    let mut hub = kind.from_storage(stored).map_err(Store::decode_err)?;
+    set_resource_version(&mut hub, kv.mod_revision);
+    Ok(hub)
 }
 
 fn random_suffix() -> String {

@@ -19,7 +19,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::endpoints::{ApiServer, Documents, VersionInfo};
+use crate::endpoints::{ApiServer, ApiServerParts, Documents, VersionInfo};
 use crate::scheme::Scheme;
 use crate::storage::Storage;
 
@@ -60,6 +60,8 @@ pub struct Config {
     pub shutdown_delay: Duration,
     /// Storage key prefix (`/registry`).
     pub storage_prefix: String,
+    /// Watch cache settings; `None` serves reads from storage.
+    pub watch_cache: Option<crate::registry::CacheOptions>,
 }
 
 /// Starts serving and runs until `shutdown` completes, then shuts down
@@ -105,15 +107,16 @@ pub async fn run(
     kubeconfig::write_kubeconfig(&kubeconfig_path, &url, &ca_pem, &token)?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let server = Arc::new(ApiServer::new(
+    let parts = ApiServerParts {
         scheme,
         storage,
-        &config.storage_prefix,
+        storage_prefix: config.storage_prefix.clone(),
         docs,
-        token,
+        admin_token: token,
         version,
-        stop_rx,
-    ));
+        watch_cache: config.watch_cache.clone(),
+    };
+    let server = Arc::new(ApiServer::new(parts, stop_rx));
     server
         .bootstrap()
         .await

@@ -15,7 +15,10 @@
 //!
 //! Backends: [`embedded`] (the default, a durable MVCC store on redb).
 
+#[cfg(test)]
+pub(crate) mod conformance;
 pub mod embedded;
+pub mod etcd3;
 
 use std::fmt;
 use std::pin::Pin;
@@ -240,4 +243,12 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The oldest revision still readable (the compacted revision).
     async fn compacted_revision(&self) -> Result<Revision>;
+
+    /// Asks every open watch that was started with `progress` to report
+    /// its progress ([`WatchItem::Progress`]) soon, instead of at its next
+    /// periodic notification (etcd's `RequestProgress`). Consistent reads
+    /// from the watch cache use it to catch up with writes to other keys.
+    async fn request_progress(&self) -> Result<()> {
+        Ok(())
+    }
 }

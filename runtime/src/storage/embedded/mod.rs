@@ -205,6 +205,9 @@ struct Shared {
     commits: AtomicU64,
     /// The live watchers and the revision published to them.
     registry: Mutex<Registry>,
+    /// Wakes idle progress-enabled watchers so that they report progress
+    /// now (see [`Storage::request_progress`]).
+    progress_requested: tokio::sync::Notify,
     /// Test hook: while set, the writer waits before draining a batch.
     #[cfg(test)]
     pause: std::sync::atomic::AtomicBool,
@@ -322,6 +325,7 @@ impl EmbeddedStore {
             compacted: AtomicI64::new(compacted),
             commits: AtomicU64::new(0),
             registry: Mutex::new(Registry::new(current)),
+            progress_requested: tokio::sync::Notify::new(),
             #[cfg(test)]
             pause: std::sync::atomic::AtomicBool::new(false),
             #[cfg(test)]
@@ -659,6 +663,11 @@ impl Storage for EmbeddedStore {
             .submit(Op::Compact { revision })
             .await
             .map(|_| ())
+    }
+
+    async fn request_progress(&self) -> Result<()> {
+        self.inner.shared.progress_requested.notify_waiters();
+        Ok(())
     }
 
     async fn compacted_revision(&self) -> Result<Revision> {

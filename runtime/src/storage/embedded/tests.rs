@@ -995,47 +995,51 @@ async fn large_value_round_trips() -> TestResult {
     Ok(())
 }
 
-/// Child half of [`acknowledged_writes_survive_sigkill`]: writes until
-/// killed, printing each acknowledged write. Does nothing unless started by
-/// that test.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "run by acknowledged_writes_survive_sigkill"]
-async fn crash_child() -> TestResult {
-    let Some(dir) = std::env::var_os("APIFORGE_CRASH_DIR") else {
-        return Ok(());
-    };
-    let store = open(Path::new(&dir))?;
-    let tasks: Vec<_> = (0..4)
-        .map(|t| {
-            let store = store.clone();
-            tokio::spawn(async move {
-                for i in 0.. {
-                    let kv = store
-                        .create(&format!("/crash/{t}/{i}"), b(&format!("{t}/{i}")))
-                        .await?;
-                    println!("ACK {} {}", kv.key, kv.mod_revision);
-                }
-                Ok::<_, Error>(())
+/// Child half of [`acknowledged_writes_survive_sigkill`] (the same test
+/// binary re-run with `APIFORGE_CRASH_DIR` set): writes until killed,
+/// printing each acknowledged write.
+fn crash_child(dir: &Path) -> TestResult {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    rt.block_on(async {
+        let store = open(dir)?;
+        let tasks: Vec<_> = (0..4)
+            .map(|t| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    for i in 0.. {
+                        let kv = store
+                            .create(&format!("/crash/{t}/{i}"), b(&format!("{t}/{i}")))
+                            .await?;
+                        println!("ACK {} {}", kv.key, kv.mod_revision);
+                    }
+                    Ok::<_, Error>(())
+                })
             })
-        })
-        .collect();
-    for t in tasks {
-        t.await.map_err(|e| Error::Internal(e.to_string()))??;
-    }
-    Ok(())
+            .collect();
+        for t in tasks {
+            t.await.map_err(|e| Error::Internal(e.to_string()))??;
+        }
+        Ok(())
+    })
 }
 
 #[test]
 fn acknowledged_writes_survive_sigkill() -> TestResult {
     use std::io::BufRead as _;
+    if let Some(dir) = std::env::var_os("APIFORGE_CRASH_DIR") {
+        return crash_child(Path::new(&dir));
+    }
     let err = |e: std::io::Error| Error::Internal(e.to_string());
     let dir = tempfile::tempdir().map_err(err)?;
     let exe = std::env::current_exe().map_err(err)?;
     let mut child = std::process::Command::new(exe)
         .args([
             "--exact",
-            "storage::embedded::tests::crash_child",
-            "--ignored",
+            "storage::embedded::tests::acknowledged_writes_survive_sigkill",
             "--nocapture",
             "--test-threads=1",
         ])

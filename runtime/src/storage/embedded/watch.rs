@@ -260,11 +260,15 @@ async fn step(mut st: WatchState) -> Option<(Result<WatchItem>, WatchState)> {
             }
             Phase::Live(mut live) => {
                 let next = match st.progress {
-                    Some(interval) => tokio::select! {
-                        biased;
-                        event = live.rx.recv() => Next::Recv(event),
-                        () = tokio::time::sleep(interval) => Next::Tick,
-                    },
+                    Some(interval) => {
+                        let shared = Arc::clone(&st.shared);
+                        tokio::select! {
+                            biased;
+                            event = live.rx.recv() => Next::Recv(event),
+                            () = shared.progress_requested.notified() => Next::Tick,
+                            () = tokio::time::sleep(interval) => Next::Tick,
+                        }
+                    }
                     None => Next::Recv(live.rx.recv().await),
                 };
                 let next = match next {

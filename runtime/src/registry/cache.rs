@@ -1,0 +1,499 @@
+//! The watch cache (the generic apiserver's cacher) of one resource.
+//!
+//! A reflector task lists the resource's key prefix from storage, then
+//! watches it (with progress notifications), keeping:
+//! - the current objects, decoded once, in a persistent ordered map
+//!   (`imbl::OrdMap`): a reader takes an O(1) snapshot and never blocks
+//!   the reflector, and a paginated list keeps its snapshot for the
+//!   continue tokens that follow;
+//! - a window of recent events, so that watches can start from any
+//!   revision still in the window (older ones get 410 Gone);
+//! - the revision the cache has caught up with, which consistent reads wait
+//!   for (`resourceVersion` unset: the backend's current revision).
+//!
+//! Events fan out to watchers through bounded queues holding shared
+//! `Arc`s; a watcher whose queue is full is closed (its client re-lists and
+//! re-watches), so one slow client never slows the others or grows memory.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use imbl::OrdMap;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+
+use crate::error::{ApiError, ApiResult};
+use crate::meta::Status;
+use crate::storage::{self, EventType, KeyValue, Revision, Storage, WatchItem};
+
+/// Settings of a watch cache.
+#[derive(Clone, Debug)]
+pub struct CacheOptions {
+    /// How many recent events are kept for watches that resume from a
+    /// revision.
+    pub window: usize,
+    /// Per-watcher queue length; a watcher that falls this far behind is
+    /// closed.
+    pub watcher_buffer: usize,
+    /// How long a read waits for the cache to reach the revision it needs
+    /// before answering 504 ("Too large resource version").
+    pub freshness_timeout: Duration,
+    /// How many paginated-list snapshots are kept for continue tokens.
+    pub snapshots: usize,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        CacheOptions {
+            // 100 s of 200 writes/s.
+            window: 20_000,
+            watcher_buffer: 1024,
+            freshness_timeout: Duration::from_secs(3),
+            snapshots: 64,
+        }
+    }
+}
+
+/// One cached object: its key, revision and decoded hub form.
+#[derive(Debug)]
+pub struct CachedObject {
+    /// Storage key.
+    pub key: String,
+    /// Mod revision (the object's resourceVersion).
+    pub revision: Revision,
+    /// The object in its hub form, `metadata.resourceVersion` set.
+    pub object: Value,
+}
+
+/// One change seen by the cache.
+#[derive(Debug)]
+pub struct CachedEvent {
+    /// What happened.
+    pub kind: EventType,
+    /// The revision of the change.
+    pub revision: Revision,
+    /// The object after the change (for deletes: its last state, with the
+    /// delete's revision).
+    pub object: Arc<CachedObject>,
+    /// The object before the change.
+    pub prev: Option<Arc<CachedObject>>,
+}
+
+/// An item of a cache watch.
+#[derive(Debug, Clone)]
+pub enum CacheItem {
+    /// A change.
+    Event(Arc<CachedEvent>),
+    /// Everything up to this revision has been delivered.
+    Progress(Revision),
+}
+
+type Objects = OrdMap<String, Arc<CachedObject>>;
+type Decoder = Arc<dyn Fn(&KeyValue) -> ApiResult<Value> + Send + Sync>;
+
+struct Slot {
+    id: u64,
+    prefix: String,
+    tx: mpsc::Sender<CacheItem>,
+}
+
+struct State {
+    objects: Objects,
+    revision: Revision,
+    events: VecDeque<Arc<CachedEvent>>,
+    /// Watches may resume from any revision ≥ this.
+    oldest: Revision,
+    ready: bool,
+    slots: Vec<Slot>,
+    next_id: u64,
+}
+
+/// A consistent view of the cache at one revision.
+#[derive(Clone)]
+pub struct Snapshot {
+    objects: Objects,
+    /// The revision the snapshot is at.
+    pub revision: Revision,
+}
+
+impl Snapshot {
+    /// The object at `key`.
+    pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
+        self.objects.get(key).cloned()
+    }
+
+    /// Objects with keys under `prefix`, starting at `start` (inclusive).
+    pub fn range<'a>(
+        &'a self,
+        prefix: &'a str,
+        start: Option<&str>,
+    ) -> impl Iterator<Item = &'a Arc<CachedObject>> + 'a {
+        let from = match start {
+            Some(s) if s > prefix => s.to_string(),
+            _ => prefix.to_string(),
+        };
+        self.objects
+            .range(from..)
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| v)
+    }
+}
+
+/// The watch cache of one resource.
+pub struct WatchCache {
+    storage: Arc<dyn Storage>,
+    prefix: String,
+    opts: CacheOptions,
+    state: RwLock<State>,
+    revision_tx: watch::Sender<Revision>,
+    snapshots: Mutex<VecDeque<Snapshot>>,
+}
+
+/// Reads a lock even if a panicking thread poisoned it (the state is only
+/// mutated in small, panic-free steps).
+fn read(lock: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write(lock: &RwLock<State>) -> std::sync::RwLockWriteGuard<'_, State> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl WatchCache {
+    /// Creates the cache of `prefix` and starts its reflector task (needs a
+    /// tokio runtime). `decode` turns a stored key-value into the hub form.
+    pub fn start(
+        storage: Arc<dyn Storage>,
+        prefix: String,
+        opts: CacheOptions,
+        decode: Decoder,
+    ) -> Arc<WatchCache> {
+        let (revision_tx, _) = watch::channel(0);
+        let cache = Arc::new(WatchCache {
+            storage,
+            prefix,
+            opts,
+            state: RwLock::new(State {
+                objects: OrdMap::new(),
+                revision: 0,
+                events: VecDeque::new(),
+                oldest: 0,
+                ready: false,
+                slots: Vec::new(),
+                next_id: 0,
+            }),
+            revision_tx,
+            snapshots: Mutex::new(VecDeque::new()),
+        });
+        let weak = Arc::downgrade(&cache);
+        tokio::spawn(async move { reflect(weak, decode).await });
+        cache
+    }
+
+    /// The revision the cache has caught up with.
+    pub fn revision(&self) -> Revision {
+        read(&self.state).revision
+    }
+
+    /// Waits until the cache is ready and has seen `revision`; 504 after the
+    /// freshness timeout. While behind, it asks the backend for progress
+    /// notifications (the cache may be behind only because the latest
+    /// writes went to other keys).
+    pub async fn wait_for(&self, revision: Revision) -> ApiResult<()> {
+        let mut rx = self.revision_tx.subscribe();
+        let caught_up = |s: &State| s.ready && s.revision >= revision;
+        if caught_up(&read(&self.state)) {
+            return Ok(());
+        }
+        let deadline = tokio::time::Instant::now() + self.opts.freshness_timeout;
+        loop {
+            let _ = self.storage.request_progress().await;
+            let nudge = tokio::time::Instant::now() + Duration::from_millis(20);
+            let _ = tokio::time::timeout_at(nudge.min(deadline), rx.changed()).await;
+            if caught_up(&read(&self.state)) {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let current = self.revision();
+                return Err(ApiError::from(storage::Error::FutureRevision {
+                    requested: revision,
+                    current,
+                }));
+            }
+        }
+    }
+
+    /// Waits until the cache has caught up with the backend's current
+    /// revision (a consistent read).
+    pub async fn wait_consistent(&self) -> ApiResult<()> {
+        let current = self.storage.current_revision().await?;
+        self.wait_for(current).await
+    }
+
+    /// A snapshot of the current state (after the needed wait).
+    pub fn snapshot(&self) -> Snapshot {
+        let s = read(&self.state);
+        Snapshot {
+            objects: s.objects.clone(),
+            revision: s.revision,
+        }
+    }
+
+    /// Keeps a snapshot for later continue tokens.
+    pub fn remember(&self, snapshot: &Snapshot) {
+        let mut snaps = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if snaps.iter().any(|s| s.revision == snapshot.revision) {
+            return;
+        }
+        snaps.push_back(snapshot.clone());
+        while snaps.len() > self.opts.snapshots {
+            snaps.pop_front();
+        }
+    }
+
+    /// A remembered snapshot at exactly `revision`, or the current state if
+    /// the cache is at that revision.
+    pub fn snapshot_at(&self, revision: Revision) -> Option<Snapshot> {
+        let snaps = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(s) = snaps.iter().find(|s| s.revision == revision) {
+            return Some(s.clone());
+        }
+        drop(snaps);
+        let current = self.snapshot();
+        (current.revision == revision).then_some(current)
+    }
+
+    /// Starts a watch of keys under `prefix`. With `from` = `None` the
+    /// current objects come first as `Created` events (at the cache's
+    /// revision); with `Some(rev)` every change after `rev` is replayed
+    /// from the window (410 Gone when `rev` is older than the window).
+    pub fn watch(
+        &self,
+        prefix: &str,
+        from: Option<Revision>,
+    ) -> ApiResult<BoxStream<'static, CacheItem>> {
+        let mut s = write(&self.state);
+        if !s.ready {
+            return Err(Status::unavailable("the watch cache is not ready yet; retry").into());
+        }
+        let initial: Vec<CacheItem> = match from {
+            None => s
+                .objects
+                .range(prefix.to_string()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(_, o)| {
+                    CacheItem::Event(Arc::new(CachedEvent {
+                        kind: EventType::Created,
+                        revision: o.revision,
+                        object: o.clone(),
+                        prev: None,
+                    }))
+                })
+                .collect(),
+            Some(rev) => {
+                if rev < s.oldest {
+                    return Err(Status::expired(format!(
+                        "too old resource version: {rev} ({})",
+                        s.oldest
+                    ))
+                    .into());
+                }
+                s.events
+                    .iter()
+                    .filter(|e| e.revision > rev && e.object.key.starts_with(prefix))
+                    .map(|e| CacheItem::Event(e.clone()))
+                    .collect()
+            }
+        };
+        let (tx, rx) = mpsc::channel(self.opts.watcher_buffer);
+        let id = s.next_id;
+        s.next_id += 1;
+        s.slots.push(Slot {
+            id,
+            prefix: prefix.to_string(),
+            tx,
+        });
+        drop(s);
+        let live = tokio_stream::wrappers::ReceiverStream::new(rx);
+        Ok(futures::stream::iter(initial).chain(live).boxed())
+    }
+
+    /// The number of open watchers.
+    pub fn watchers(&self) -> usize {
+        read(&self.state).slots.len()
+    }
+
+    /// Closes every watcher (their streams end).
+    fn close_watchers(&self) {
+        write(&self.state).slots.clear();
+    }
+
+    fn replace(&self, objects: Objects, revision: Revision) {
+        let mut s = write(&self.state);
+        s.objects = objects;
+        s.revision = revision;
+        s.events.clear();
+        s.oldest = revision;
+        s.ready = true;
+        drop(s);
+        self.revision_tx.send_replace(revision);
+    }
+
+    fn not_ready(&self) {
+        write(&self.state).ready = false;
+        self.close_watchers();
+    }
+
+    fn apply(&self, ev: storage::Event, decode: &Decoder) -> ApiResult<()> {
+        let object = Arc::new(CachedObject {
+            key: ev.kv.key.clone(),
+            revision: ev.kv.mod_revision,
+            object: decode(&ev.kv)?,
+        });
+        let revision = ev.kv.mod_revision;
+        let mut s = write(&self.state);
+        if revision <= s.revision {
+            return Ok(());
+        }
+        let prev = match ev.kind {
+            EventType::Deleted => s.objects.remove(&ev.kv.key),
+            _ => s.objects.insert(ev.kv.key.clone(), object.clone()),
+        };
+        let event = Arc::new(CachedEvent {
+            kind: ev.kind,
+            revision,
+            object,
+            prev,
+        });
+        s.events.push_back(event.clone());
+        while s.events.len() > self.opts.window {
+            if let Some(old) = s.events.pop_front() {
+                s.oldest = old.revision;
+            }
+        }
+        s.revision = revision;
+        s.slots.retain(|slot| {
+            if !event.object.key.starts_with(&slot.prefix) {
+                return !slot.tx.is_closed();
+            }
+            match slot.tx.try_send(CacheItem::Event(event.clone())) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(watcher = slot.id, prefix = %slot.prefix, "watcher fell behind and was closed");
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
+        drop(s);
+        self.revision_tx.send_replace(revision);
+        Ok(())
+    }
+
+    fn progress(&self, revision: Revision) {
+        let mut s = write(&self.state);
+        if revision <= s.revision {
+            return;
+        }
+        s.revision = revision;
+        // Progress markers are best effort: a full queue just skips one.
+        s.slots.retain(
+            |slot| match slot.tx.try_send(CacheItem::Progress(revision)) {
+                Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => true,
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            },
+        );
+        drop(s);
+        self.revision_tx.send_replace(revision);
+    }
+}
+
+/// The reflector: list, then watch; on any failure mark the cache not
+/// ready, close its watchers, back off and start over.
+async fn reflect(cache: std::sync::Weak<WatchCache>, decode: Decoder) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let Some(c) = cache.upgrade() else { return };
+        let started = Instant::now();
+        let result = reflect_once(&c, &decode).await;
+        if let Err(e) = &result {
+            tracing::warn!(prefix = %c.prefix, error = %e, "watch cache lost its watch; re-listing");
+        }
+        c.not_ready();
+        drop(c);
+        if started.elapsed() > Duration::from_secs(30) {
+            backoff = Duration::from_millis(100);
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), String> {
+    let list = cache
+        .storage
+        .list(&cache.prefix, storage::ListOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut objects = OrdMap::new();
+    for kv in &list.items {
+        let object = decode(kv).map_err(|e| e.to_string())?;
+        objects.insert(
+            kv.key.clone(),
+            Arc::new(CachedObject {
+                key: kv.key.clone(),
+                revision: kv.mod_revision,
+                object,
+            }),
+        );
+    }
+    let mut stream = cache
+        .storage
+        .watch(&cache.prefix, list.revision, true)
+        .await
+        .map_err(|e| e.to_string())?;
+    cache.replace(objects, list.revision);
+    while let Some(item) = stream.next().await {
+        match item.map_err(|e| e.to_string())? {
+            WatchItem::Event(ev) => cache.apply(ev, decode).map_err(|e| e.to_string())?,
+            WatchItem::Progress(rev) => cache.progress(rev),
+        }
+    }
+    Err("the storage watch ended".into())
+}
+
+/// Watch caches by key prefix, shared by the stores of one server.
+#[derive(Default)]
+pub struct Caches(Mutex<HashMap<String, Arc<WatchCache>>>);
+
+impl Caches {
+    /// The cache of `prefix`, started on first use.
+    pub fn get_or_start(
+        &self,
+        storage: &Arc<dyn Storage>,
+        prefix: &str,
+        opts: &CacheOptions,
+        decode: Decoder,
+    ) -> Arc<WatchCache> {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry(prefix.to_string())
+            .or_insert_with(|| {
+                WatchCache::start(storage.clone(), prefix.to_string(), opts.clone(), decode)
+            })
+            .clone()
+    }
+}
