@@ -79,6 +79,14 @@ fn serve(opts: options::ServeOptions) -> anyhow::Result<()> {
 }
 
 async fn open_storage(config: &options::CompletedOptions) -> anyhow::Result<Arc<dyn Storage>> {
+    if let Some(etcd) = &config.etcd {
+        let endpoints = etcd.endpoints.join(",");
+        let store = apiforge_runtime::storage::etcd3::Etcd3Store::connect(etcd.clone())
+            .await
+            .with_context(|| format!("connecting to etcd at {endpoints}"))?;
+        tracing::info!(%endpoints, version = store.server_version(), "storing objects in etcd");
+        return Ok(Arc::new(store));
+    }
     let dir = config.server.data_dir.join("store");
     let store = apiforge_runtime::storage::embedded::EmbeddedStore::open(&dir, Default::default())
         .with_context(|| format!("opening the embedded store in {}", dir.display()))?;

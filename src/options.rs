@@ -54,6 +54,18 @@ pub(crate) struct ServeOptions {
     /// Directory for the embedded store, certificates, credentials and admin.kubeconfig.
     #[arg(long, default_value = ".apiforge", help_heading = "Storage")]
     data_dir: PathBuf,
+    /// List of etcd servers to connect with (scheme://ip:port), comma separated. When set, objects are stored in etcd instead of the embedded store.
+    #[arg(long, value_delimiter = ',', help_heading = "Storage")]
+    etcd_servers: Vec<String>,
+    /// SSL Certificate Authority file used to secure etcd communication.
+    #[arg(long, help_heading = "Storage")]
+    etcd_cafile: Option<PathBuf>,
+    /// SSL certification file used to secure etcd communication.
+    #[arg(long, help_heading = "Storage")]
+    etcd_certfile: Option<PathBuf>,
+    /// SSL key file used to secure etcd communication.
+    #[arg(long, help_heading = "Storage")]
+    etcd_keyfile: Option<PathBuf>,
     /// The prefix to prepend to all resource paths in storage.
     #[arg(long, default_value = "/registry", help_heading = "Storage")]
     etcd_prefix: String,
@@ -71,6 +83,8 @@ pub(crate) struct ServeOptions {
 /// Options after defaults were filled in and everything was validated.
 pub(crate) struct CompletedOptions {
     pub(crate) server: apiforge_runtime::server::Config,
+    /// `Some` when objects live in etcd; `None` for the embedded store.
+    pub(crate) etcd: Option<apiforge_runtime::storage::etcd3::Etcd3Options>,
 }
 
 impl ServeOptions {
@@ -96,6 +110,24 @@ impl ServeOptions {
                     .to_string(),
             );
         }
+        let servers: Vec<String> = self
+            .etcd_servers
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if servers.is_empty()
+            && (self.etcd_cafile.is_some()
+                || self.etcd_certfile.is_some()
+                || self.etcd_keyfile.is_some())
+        {
+            errors.push(
+                "--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers".to_string(),
+            );
+        }
+        if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
+            errors.push("--etcd-certfile and --etcd-keyfile must be given together".to_string());
+        }
         if !self.etcd_prefix.starts_with('/') {
             errors.push(format!(
                 "--etcd-prefix {:?} must start with '/'",
@@ -105,7 +137,17 @@ impl ServeOptions {
         if !errors.is_empty() {
             bail!("invalid options:\n  {}", errors.join("\n  "));
         }
+        let storage_prefix = self.etcd_prefix.trim_end_matches('/').to_string();
+        let etcd = (!servers.is_empty()).then(|| apiforge_runtime::storage::etcd3::Etcd3Options {
+            endpoints: servers,
+            prefix: storage_prefix.clone(),
+            ca_file: self.etcd_cafile.clone(),
+            cert_file: self.etcd_certfile.clone(),
+            key_file: self.etcd_keyfile.clone(),
+            ..Default::default()
+        });
         Ok(CompletedOptions {
+            etcd,
             server: apiforge_runtime::server::Config {
                 bind_address: self.bind_address,
                 secure_port: self.secure_port,
@@ -114,7 +156,7 @@ impl ServeOptions {
                 tls_private_key_file: self.tls_private_key_file,
                 advertise_address: self.advertise_address,
                 shutdown_delay: self.shutdown_delay_duration,
-                storage_prefix: self.etcd_prefix.trim_end_matches('/').to_string(),
+                storage_prefix,
                 watch_cache: self
                     .watch_cache
                     .then(|| apiforge_runtime::registry::CacheOptions {

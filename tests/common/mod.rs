@@ -142,3 +142,96 @@ impl Drop for Server {
         self.kill();
     }
 }
+
+/// A throwaway etcd on free loopback ports. Killed on drop.
+pub struct Etcd {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    /// Client URL (`http://127.0.0.1:PORT`).
+    pub url: String,
+    client_port: u16,
+    peer_port: u16,
+}
+
+fn etcd_binary() -> &'static str {
+    if Path::new("/usr/bin/etcd").exists() {
+        "/usr/bin/etcd"
+    } else {
+        panic!(
+            "etcd is not installed: run scripts/install-deps.sh (Debian's etcd-server); this test does not skip"
+        )
+    }
+}
+
+impl Etcd {
+    /// Starts etcd and waits until it answers.
+    pub async fn start() -> Etcd {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (client_port, peer_port) = (free_port(), free_port());
+        let mut etcd = Etcd {
+            child: None,
+            dir,
+            url: format!("http://127.0.0.1:{client_port}"),
+            client_port,
+            peer_port,
+        };
+        etcd.spawn().await;
+        etcd
+    }
+
+    async fn spawn(&mut self) {
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
+        let child = Command::new(etcd_binary())
+            .arg("--name=apiforge-test")
+            .arg(format!(
+                "--data-dir={}",
+                self.dir.path().join("data").display()
+            ))
+            .arg(format!("--listen-client-urls={}", self.url))
+            .arg(format!("--advertise-client-urls={}", self.url))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=apiforge-test={peer}"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn etcd");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", self.client_port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "etcd did not start; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// etcd's log.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+    }
+
+    /// Kills etcd with SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts etcd again on the same data directory and ports.
+    pub async fn restart(&mut self) {
+        self.kill();
+        self.spawn().await;
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -519,6 +519,12 @@ fn init_tables(db: &Database) -> Result<(Revision, Revision, bool)> {
         match format {
             None => {
                 meta.insert(META_FORMAT, FORMAT_VERSION).map_err(db_err)?;
+                // Like etcd, an empty store is at revision 1: the first
+                // write gets 2, and "watch from the current revision" of a
+                // fresh store is not confused with "watch from now" (0).
+                if meta.get(META_CURRENT).map_err(db_err)?.is_none() {
+                    meta.insert(META_CURRENT, 1).map_err(db_err)?;
+                }
             }
             Some(FORMAT_VERSION) => {}
             Some(other) => {

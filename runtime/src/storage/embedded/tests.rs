@@ -70,9 +70,13 @@ fn log_sizes(store: &EmbeddedStore) -> Result<(u64, u64)> {
 async fn create_get_update_delete() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
+    let base = store.current_revision().await?;
 
     let kv = store.create("/r/a", b("one")).await?;
-    assert_eq!((kv.create_revision, kv.mod_revision, kv.version), (1, 1, 1));
+    assert_eq!(
+        (kv.create_revision, kv.mod_revision, kv.version),
+        (base + 1, base + 1, 1)
+    );
     assert_eq!(kv.value, b("one"));
     assert!(matches!(
         store.create("/r/a", b("again")).await,
@@ -82,7 +86,7 @@ async fn create_get_update_delete() -> TestResult {
     assert_eq!(store.get("/r/missing", 0).await?, None);
 
     // CAS update.
-    match store.update("/r/a", 7, b("two")).await? {
+    match store.update("/r/a", base + 7, b("two")).await? {
         WriteOutcome::Conflict(Some(current)) => assert_eq!(current, kv),
         other => panic!("expected a conflict, got {other:?}"),
     }
@@ -90,15 +94,15 @@ async fn create_get_update_delete() -> TestResult {
         store.update("/r/missing", 1, b("x")).await?,
         WriteOutcome::Conflict(None)
     ));
-    let kv2 = done(store.update("/r/a", 1, b("two")).await?);
+    let kv2 = done(store.update("/r/a", kv.mod_revision, b("two")).await?);
     assert_eq!(
         (kv2.create_revision, kv2.mod_revision, kv2.version),
-        (1, 2, 2)
+        (base + 1, base + 2, 2)
     );
     assert_eq!(store.get("/r/a", 0).await?, Some(kv2.clone()));
 
     // Delete with and without precondition.
-    match store.delete("/r/a", Some(1)).await? {
+    match store.delete("/r/a", Some(kv.mod_revision)).await? {
         WriteOutcome::Conflict(Some(current)) => assert_eq!(current, kv2),
         other => panic!("expected a conflict, got {other:?}"),
     }
@@ -106,10 +110,10 @@ async fn create_get_update_delete() -> TestResult {
         store.delete("/r/missing", None).await,
         Err(Error::NotFound(k)) if k == "/r/missing"
     ));
-    let deleted = done(store.delete("/r/a", Some(2)).await?);
-    assert_eq!(deleted.mod_revision, 3);
+    let deleted = done(store.delete("/r/a", Some(kv2.mod_revision)).await?);
+    assert_eq!(deleted.mod_revision, base + 3);
     assert_eq!(deleted.value, b("two"));
-    assert_eq!(deleted.create_revision, 1);
+    assert_eq!(deleted.create_revision, base + 1);
     assert_eq!(store.get("/r/a", 0).await?, None);
     assert!(matches!(
         store.delete("/r/a", None).await,
@@ -120,11 +124,11 @@ async fn create_get_update_delete() -> TestResult {
     let kv3 = store.create("/r/a", b("three")).await?;
     assert_eq!(
         (kv3.create_revision, kv3.mod_revision, kv3.version),
-        (4, 4, 1)
+        (base + 4, base + 4, 1)
     );
     let kv4 = done(store.delete("/r/a", None).await?);
-    assert_eq!(kv4.mod_revision, 5);
-    assert_eq!(store.current_revision().await?, 5);
+    assert_eq!(kv4.mod_revision, base + 5);
+    assert_eq!(store.current_revision().await?, base + 5);
 
     // Size limit.
     let small = EmbeddedStore::open(
@@ -134,11 +138,12 @@ async fn create_get_update_delete() -> TestResult {
             ..test_opts()
         },
     )?;
+    let small_base = small.current_revision().await?;
     assert!(matches!(
         small.create("/k", Bytes::from(vec![0u8; 64])).await,
         Err(Error::Internal(_))
     ));
-    assert_eq!(small.current_revision().await?, 0);
+    assert_eq!(small.current_revision().await?, small_base);
     Ok(())
 }
 
@@ -146,9 +151,10 @@ async fn create_get_update_delete() -> TestResult {
 async fn revisions_strictly_increase() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
-    assert_eq!(store.current_revision().await?, 0);
+    // Like etcd, a fresh store is at revision 1; its first write gets 2.
+    assert_eq!(store.current_revision().await?, 1);
     let mut last = store.create("/always", b("x")).await?.mod_revision;
-    assert_eq!(last, 1);
+    assert_eq!(last, 2);
     for i in 0..20 {
         let key = format!("/k/{}", i % 4);
         let rev = match store.get(&key, 0).await? {
@@ -176,10 +182,58 @@ async fn revisions_strictly_increase() -> TestResult {
     Ok(())
 }
 
+/// Like etcd, a fresh store is at revision 1 (not 0, which means "latest" /
+/// "now"): it can be read at, and watched from, that revision.
+#[tokio::test]
+async fn fresh_store_is_at_revision_one() -> TestResult {
+    let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
+    let store = open(dir.path())?;
+    assert_eq!(store.current_revision().await?, 1);
+    assert_eq!(store.compacted_revision().await?, 0);
+    let empty = store
+        .list(
+            "/",
+            ListOptions {
+                revision: 1,
+                ..Default::default()
+            },
+        )
+        .await?;
+    assert!(empty.items.is_empty());
+    assert_eq!(empty.revision, 1);
+    assert_eq!(store.get("/f", 1).await?, None);
+
+    // A watch from the revision of the empty list (1) replays the first
+    // write, live watches from there see the next ones.
+    let kv = store.create("/f", b("x")).await?;
+    assert_eq!(kv.mod_revision, 2);
+    let mut watch = store.watch("/f", empty.revision, false).await?;
+    let e = next_event(&mut watch).await;
+    assert_eq!(
+        (e.kind, e.kv, e.prev),
+        (EventType::Created, kv.clone(), None)
+    );
+    let kv2 = done(store.update("/f", kv.mod_revision, b("y")).await?);
+    assert_eq!(next_event(&mut watch).await.kv, kv2);
+    assert_eq!(store.get("/f", 1).await?, None);
+    assert_eq!(store.get("/f", 2).await?, Some(kv));
+    drop(watch);
+    drop(store);
+
+    // An untouched store stays at revision 1 when reopened.
+    let untouched = dir.path().join("untouched");
+    drop(open(&untouched)?);
+    let store = open(&untouched)?;
+    assert_eq!(store.current_revision().await?, 1);
+    assert_eq!(store.create("/f", b("x")).await?.mod_revision, 2);
+    Ok(())
+}
+
 #[tokio::test]
 async fn list_limit_start_key_remaining_count() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
+    let base = store.current_revision().await?;
     for i in 1..=9 {
         store.create(&format!("/a/{i}"), b(&i.to_string())).await?;
     }
@@ -191,7 +245,7 @@ async fn list_limit_start_key_remaining_count() -> TestResult {
 
     let all = store.list("/a/", ListOptions::default()).await?;
     assert_eq!(all.items.len(), 9);
-    assert_eq!(all.revision, 11);
+    assert_eq!(all.revision, base + 11);
     assert!(!all.more);
     assert_eq!(all.remaining, 0);
 
@@ -303,6 +357,8 @@ impl Rng {
 async fn history_matches_model() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
+    // `snapshots[i]` is the state at revision `base + i`.
+    let base = store.current_revision().await?;
     let keys: Vec<String> = (0..6)
         .flat_map(|i| [format!("/m/a/{i}"), format!("/m/b/{i}")])
         .collect();
@@ -340,7 +396,7 @@ async fn history_matches_model() -> TestResult {
                 }
             }
         };
-        assert_eq!(event.kv.mod_revision, snapshots.len() as i64);
+        assert_eq!(event.kv.mod_revision, base + snapshots.len() as i64);
         match event.kind {
             EventType::Deleted => model.remove(key),
             _ => model.insert(key.clone(), event.kv.clone()),
@@ -349,7 +405,7 @@ async fn history_matches_model() -> TestResult {
         events.push(event);
     }
     let current = store.current_revision().await?;
-    assert_eq!(current, 240);
+    assert_eq!(current, base + 240);
 
     let check = |from: i64| {
         let store = store.clone();
@@ -357,7 +413,7 @@ async fn history_matches_model() -> TestResult {
         let keys = keys.clone();
         async move {
             for rev in from..=current {
-                let want = &snapshots[rev as usize];
+                let want = &snapshots[(rev - base) as usize];
                 for prefix in ["/m/", "/m/a/"] {
                     let got = store
                         .list(
@@ -392,7 +448,7 @@ async fn history_matches_model() -> TestResult {
                     let rest = want.len().saturating_sub(skip + 2) as i64;
                     assert_eq!((paged.more, paged.remaining), (rest > 0, rest));
                 }
-                if rev % 7 == 0 {
+                if (rev - base) % 7 == 0 {
                     for key in &keys {
                         let got = store.get(key, rev).await?;
                         assert_eq!(got.as_ref(), want.get(key), "get {key} at {rev}");
@@ -402,22 +458,24 @@ async fn history_matches_model() -> TestResult {
             Ok::<_, Error>(())
         }
     };
-    check(1).await?;
+    // Every revision from the (empty) initial one on (0 would mean "latest").
+    check(base.max(1)).await?;
 
     // A replayed watch reproduces the model's events under its prefix.
-    let mut watch = store.watch("/m/a/", 17, false).await?;
+    let from = base + 17;
+    let mut watch = store.watch("/m/a/", from, false).await?;
     let expected: Vec<&Event> = events
         .iter()
-        .filter(|e| e.kv.mod_revision > 17 && e.kv.key.starts_with("/m/a/"))
+        .filter(|e| e.kv.mod_revision > from && e.kv.key.starts_with("/m/a/"))
         .collect();
     for want in expected {
         assert_eq!(&next_event(&mut watch).await, want);
     }
 
     // Compaction keeps every read at or after the compacted revision.
-    store.compact(150).await?;
-    assert_eq!(store.compacted_revision().await?, 150);
-    check(150).await?;
+    store.compact(base + 150).await?;
+    assert_eq!(store.compacted_revision().await?, base + 150);
+    check(base + 150).await?;
     Ok(())
 }
 
@@ -425,42 +483,45 @@ async fn history_matches_model() -> TestResult {
 async fn get_and_list_at_old_revision() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
-    let v1 = store.create("/x/k", b("1")).await?;
-    let v2 = done(store.update("/x/k", v1.mod_revision, b("2")).await?);
-    store.create("/x/other", b("o")).await?;
-    done(store.delete("/x/k", None).await?);
+    let base = store.current_revision().await?;
+    let v1 = store.create("/x/k", b("1")).await?; // base + 1
+    let v2 = done(store.update("/x/k", v1.mod_revision, b("2")).await?); // base + 2
+    store.create("/x/other", b("o")).await?; // base + 3
+    done(store.delete("/x/k", None).await?); // base + 4
+    assert_eq!((v1.mod_revision, v2.mod_revision), (base + 1, base + 2));
 
-    assert_eq!(store.get("/x/k", 1).await?, Some(v1.clone()));
-    assert_eq!(store.get("/x/k", 2).await?, Some(v2.clone()));
-    assert_eq!(store.get("/x/k", 3).await?, Some(v2.clone()));
-    assert_eq!(store.get("/x/k", 4).await?, None);
-    assert_eq!(store.get("/x/other", 2).await?, None);
+    assert_eq!(store.get("/x/k", base).await?, None);
+    assert_eq!(store.get("/x/k", base + 1).await?, Some(v1.clone()));
+    assert_eq!(store.get("/x/k", base + 2).await?, Some(v2.clone()));
+    assert_eq!(store.get("/x/k", base + 3).await?, Some(v2.clone()));
+    assert_eq!(store.get("/x/k", base + 4).await?, None);
+    assert_eq!(store.get("/x/other", base + 2).await?, None);
 
     let at2 = store
         .list(
             "/x/",
             ListOptions {
-                revision: 2,
+                revision: base + 2,
                 ..Default::default()
             },
         )
         .await?;
     assert_eq!(at2.items, vec![v2]);
-    assert_eq!(at2.revision, 2);
+    assert_eq!(at2.revision, base + 2);
 
     assert!(matches!(
-        store.get("/x/k", 5).await,
+        store.get("/x/k", base + 5).await,
         Err(Error::FutureRevision {
-            requested: 5,
-            current: 4
-        })
+            requested,
+            current
+        }) if (requested, current) == (base + 5, base + 4)
     ));
     assert!(matches!(
         store
             .list(
                 "/x/",
                 ListOptions {
-                    revision: 9,
+                    revision: base + 9,
                     ..Default::default()
                 }
             )
@@ -474,19 +535,21 @@ async fn get_and_list_at_old_revision() -> TestResult {
 async fn watch_from_now_and_from_the_past() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
-    let a1 = store.create("/w/a/1", b("a1")).await?; // 1
-    store.create("/w/b/1", b("b1")).await?; // 2
-    let a1b = done(store.update("/w/a/1", a1.mod_revision, b("a1'")).await?); // 3
+    let base = store.current_revision().await?;
+    let a1 = store.create("/w/a/1", b("a1")).await?; // base + 1
+    store.create("/w/b/1", b("b1")).await?; // base + 2
+    let a1b = done(store.update("/w/a/1", a1.mod_revision, b("a1'")).await?); // base + 3
+    assert_eq!(a1b.mod_revision, base + 3);
 
     // From now: only later events.
     let mut now = store.watch("/w/a/", 0, false).await?;
-    // From the past: replay of revision 3 (after 1), then live.
-    let mut past = store.watch("/w/a/", 1, false).await?;
+    // From the past: replay of base + 3 (after base + 1), then live.
+    let mut past = store.watch("/w/a/", a1.mod_revision, false).await?;
     let mut everything = store.watch("/w/", 0, false).await?;
 
-    let a2 = store.create("/w/a/2", b("a2")).await?; // 4
-    store.create("/w/b/2", b("b2")).await?; // 5
-    let del = done(store.delete("/w/a/1", None).await?); // 6
+    let a2 = store.create("/w/a/2", b("a2")).await?; // base + 4
+    store.create("/w/b/2", b("b2")).await?; // base + 5
+    let del = done(store.delete("/w/a/1", None).await?); // base + 6
 
     let e = next_event(&mut past).await;
     assert_eq!(e.kind, EventType::Modified);
@@ -498,14 +561,14 @@ async fn watch_from_now_and_from_the_past() -> TestResult {
     let e = next_event(&mut past).await;
     assert_eq!(e.kind, EventType::Deleted);
     assert_eq!(e.kv, del);
-    assert_eq!(e.kv.mod_revision, 6);
+    assert_eq!(e.kv.mod_revision, base + 6);
     assert_eq!(e.kv.value, b("a1'"));
     assert_eq!(e.prev, Some(a1b.clone()));
 
     let e = next_event(&mut now).await;
     assert_eq!(e.kv, a2);
     let e = next_event(&mut now).await;
-    assert_eq!(e.kv.mod_revision, 6);
+    assert_eq!(e.kv.mod_revision, base + 6);
 
     let revs: Vec<i64> = [
         next_event(&mut everything).await,
@@ -515,7 +578,7 @@ async fn watch_from_now_and_from_the_past() -> TestResult {
     .iter()
     .map(|e| e.kv.mod_revision)
     .collect();
-    assert_eq!(revs, [4, 5, 6]);
+    assert_eq!(revs, [base + 4, base + 5, base + 6]);
 
     // Nothing more is pending.
     for s in [&mut now, &mut past, &mut everything] {
@@ -541,11 +604,11 @@ async fn watch_from_now_and_from_the_past() -> TestResult {
         })
         .collect();
     // Start once the log holds more than one replay chunk of matches.
-    while store.current_revision().await? < 1500 {
+    while store.current_revision().await? < base + 1500 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let mut replay = store.watch("/w/c/", 6, false).await?;
-    let mut last = 6;
+    let mut replay = store.watch("/w/c/", del.mod_revision, false).await?;
+    let mut last = del.mod_revision;
     for _ in 0..1280 {
         let e = next_event(&mut replay).await;
         assert!(e.kv.mod_revision > last, "in order, no duplicate");
@@ -572,6 +635,7 @@ async fn watch_from_now_and_from_the_past() -> TestResult {
 async fn watch_handover_catches_up_from_the_log() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
+    let base = store.current_revision().await?;
     for i in 0..5 {
         store.create(&format!("/h/{i}"), b("x")).await?;
     }
@@ -582,7 +646,7 @@ async fn watch_handover_catches_up_from_the_log() -> TestResult {
         .shared
         .register_delay_ms
         .store(300, Ordering::Release);
-    let mut watch = store.watch("/h/", 2, false).await?;
+    let mut watch = store.watch("/h/", base + 2, false).await?;
     let writer = {
         let store = store.clone();
         tokio::spawn(async move {
@@ -603,7 +667,13 @@ async fn watch_handover_catches_up_from_the_log() -> TestResult {
         revs.push(next_event(&mut watch).await.kv.mod_revision);
     }
     writer.await.map_err(|e| Error::Internal(e.to_string()))??;
-    let expected: Vec<i64> = (3..=5).chain((6..=24).step_by(2)).chain(26..=35).collect();
+    // Relative to `base`: the replayed 3..=5, every other one of 6..=25
+    // (the /other/ writes interleave), then 26..=35.
+    let expected: Vec<i64> = (3..=5)
+        .chain((6..=24).step_by(2))
+        .chain(26..=35)
+        .map(|r| base + r)
+        .collect();
     assert_eq!(revs, expected);
     assert!(
         tokio::time::timeout(Duration::from_millis(100), watch.next())
@@ -623,19 +693,23 @@ async fn progress_notifications() -> TestResult {
             ..test_opts()
         },
     )?;
-    store.create("/p/1", b("1")).await?;
+    let p1 = store.create("/p/1", b("1")).await?;
     let mut watch = store.watch("/p/", 0, true).await?;
     assert!(matches!(
         next_item(&mut watch).await,
-        Some(Ok(WatchItem::Progress(1)))
+        Some(Ok(WatchItem::Progress(r))) if r == p1.mod_revision
     ));
     store.create("/other", b("x")).await?;
-    store.create("/p/2", b("2")).await?;
-    assert_eq!(next_event(&mut watch).await.kv.mod_revision, 3);
-    store.create("/other2", b("x")).await?;
+    let p2 = store.create("/p/2", b("2")).await?;
+    assert_eq!(p2.mod_revision, p1.mod_revision + 2);
+    assert_eq!(
+        next_event(&mut watch).await.kv.mod_revision,
+        p2.mod_revision
+    );
+    let other2 = store.create("/other2", b("x")).await?;
     assert!(matches!(
         next_item(&mut watch).await,
-        Some(Ok(WatchItem::Progress(4)))
+        Some(Ok(WatchItem::Progress(r))) if r == other2.mod_revision
     ));
 
     // Without `progress`, silence.
@@ -652,7 +726,9 @@ async fn progress_notifications() -> TestResult {
 async fn compacted_revisions_fail() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
+    // Value `i` is written at revision `r0 + i`.
     let mut kv = store.create("/c/k", b("0")).await?;
+    let r0 = kv.mod_revision;
     for i in 1..10 {
         kv = done(
             store
@@ -660,31 +736,34 @@ async fn compacted_revisions_fail() -> TestResult {
                 .await?,
         );
     }
-    assert_eq!(store.current_revision().await?, 10);
+    assert_eq!(store.current_revision().await?, r0 + 9);
     assert!(matches!(
-        store.compact(11).await,
+        store.compact(r0 + 10).await,
         Err(Error::FutureRevision { .. })
     ));
-    store.compact(5).await?;
-    assert_eq!(store.compacted_revision().await?, 5);
+    store.compact(r0 + 4).await?;
+    assert_eq!(store.compacted_revision().await?, r0 + 4);
     // Compacting to an older revision is a no-op.
-    store.compact(3).await?;
-    assert_eq!(store.compacted_revision().await?, 5);
+    store.compact(r0 + 2).await?;
+    assert_eq!(store.compacted_revision().await?, r0 + 4);
 
     assert!(matches!(
-        store.get("/c/k", 4).await,
+        store.get("/c/k", r0 + 3).await,
         Err(Error::Compacted {
-            requested: 4,
-            compacted: 5
-        })
+            requested,
+            compacted
+        }) if (requested, compacted) == (r0 + 3, r0 + 4)
     ));
-    assert_eq!(store.get("/c/k", 5).await?.map(|kv| kv.value), Some(b("4")));
+    assert_eq!(
+        store.get("/c/k", r0 + 4).await?.map(|kv| kv.value),
+        Some(b("4"))
+    );
     assert!(matches!(
         store
             .list(
                 "/c/",
                 ListOptions {
-                    revision: 2,
+                    revision: r0 + 1,
                     ..Default::default()
                 }
             )
@@ -696,7 +775,7 @@ async fn compacted_revisions_fail() -> TestResult {
             .list(
                 "/c/",
                 ListOptions {
-                    revision: 6,
+                    revision: r0 + 5,
                     ..Default::default()
                 }
             )
@@ -706,28 +785,29 @@ async fn compacted_revisions_fail() -> TestResult {
         b("5")
     );
     assert!(matches!(
-        store.watch("/c/", 4, false).await.map(|_| ()),
+        store.watch("/c/", r0 + 3, false).await.map(|_| ()),
         Err(Error::Compacted { .. })
     ));
-    let mut watch = store.watch("/c/", 5, false).await?;
-    for rev in 6..=10 {
+    let mut watch = store.watch("/c/", r0 + 4, false).await?;
+    for rev in r0 + 5..=r0 + 9 {
         assert_eq!(next_event(&mut watch).await.kv.mod_revision, rev);
     }
 
     // A watch created before a compaction that overtakes it fails on its
     // first replay step.
-    let mut stale = store.watch("/c/", 6, false).await?;
-    store.compact(8).await?;
+    let mut stale = store.watch("/c/", r0 + 5, false).await?;
+    store.compact(r0 + 7).await?;
     assert!(matches!(
         next_item(&mut stale).await,
         Some(Err(Error::Compacted {
-            requested: 6,
-            compacted: 8
-        }))
+            requested,
+            compacted
+        })) if (requested, compacted) == (r0 + 5, r0 + 7)
     ));
     assert!(next_item(&mut stale).await.is_none());
 
-    // The compacted log entries are collected.
+    // The compacted log entries are collected: only r0 + 8 and r0 + 9 are
+    // left.
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let (log, history) = log_sizes(&store)?;
@@ -754,13 +834,15 @@ async fn automatic_compactor() -> TestResult {
             ..test_opts()
         },
     )?;
+    let base = store.current_revision().await?;
     for i in 0..20 {
         store.create(&format!("/auto/{i}"), b("x")).await?;
     }
     // The first run (at 200ms) keeps everything newer than the revision at
-    // open (0); the second (at 400ms) compacts to min(20, 20 - 5).
+    // open (base); the second (at 400ms) compacts to min(base + 20, base +
+    // 20 - 5).
     let deadline = tokio::time::Instant::now() + WAIT;
-    while store.compacted_revision().await? != 15 {
+    while store.compacted_revision().await? != base + 15 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "no automatic compaction"
@@ -768,43 +850,48 @@ async fn automatic_compactor() -> TestResult {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(matches!(
-        store.get("/auto/1", 14).await,
+        store.get("/auto/1", base + 14).await,
         Err(Error::Compacted { .. })
     ));
-    assert!(store.get("/auto/1", 15).await?.is_some());
+    assert!(store.get("/auto/1", base + 15).await?.is_some());
     Ok(())
 }
 
 #[tokio::test]
 async fn reopen_keeps_data_and_revision() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
-    {
+    let base = {
         let store = open(dir.path())?;
-        store.create("/d/1", b("one")).await?;
-        let kv = store.create("/d/2", b("two")).await?;
-        done(store.update("/d/2", kv.mod_revision, b("two'")).await?);
-        store.compact(1).await?;
-    }
+        let base = store.current_revision().await?;
+        store.create("/d/1", b("one")).await?; // base + 1
+        let kv = store.create("/d/2", b("two")).await?; // base + 2
+        done(store.update("/d/2", kv.mod_revision, b("two'")).await?); // base + 3
+        store.compact(base + 1).await?;
+        base
+    };
     let store = open(dir.path())?;
-    assert_eq!(store.current_revision().await?, 3);
-    assert_eq!(store.compacted_revision().await?, 1);
+    assert_eq!(store.current_revision().await?, base + 3);
+    assert_eq!(store.compacted_revision().await?, base + 1);
     assert_eq!(
         store.get("/d/2", 0).await?.map(|kv| kv.value),
         Some(b("two'"))
     );
     assert_eq!(
-        store.get("/d/2", 2).await?.map(|kv| kv.value),
+        store.get("/d/2", base + 2).await?.map(|kv| kv.value),
         Some(b("two"))
     );
-    assert_eq!(store.create("/d/3", b("three")).await?.mod_revision, 4);
+    assert_eq!(
+        store.create("/d/3", b("three")).await?.mod_revision,
+        base + 4
+    );
     // History is replayable across the restart.
-    let mut watch = store.watch("/d/", 1, false).await?;
+    let mut watch = store.watch("/d/", base + 1, false).await?;
     let revs = [
         next_event(&mut watch).await.kv.mod_revision,
         next_event(&mut watch).await.kv.mod_revision,
         next_event(&mut watch).await.kv.mod_revision,
     ];
-    assert_eq!(revs, [2, 3, 4]);
+    assert_eq!(revs, [base + 2, base + 3, base + 4]);
 
     // close() ends watches, refuses calls and releases the directory.
     store.close().await?;
@@ -819,7 +906,7 @@ async fn reopen_keeps_data_and_revision() -> TestResult {
     ));
     store.close().await?;
     let again = open(dir.path())?;
-    assert_eq!(again.current_revision().await?, 4);
+    assert_eq!(again.current_revision().await?, base + 4);
     Ok(())
 }
 
@@ -832,10 +919,10 @@ async fn second_open_fails_while_locked() -> TestResult {
         other => panic!("expected a lock error, got {other:?}"),
     }
     // Still fine, and the lock goes with the store.
-    store.create("/l", b("x")).await?;
+    let kv = store.create("/l", b("x")).await?;
     drop(store);
     let store = open(dir.path())?;
-    assert_eq!(store.current_revision().await?, 1);
+    assert_eq!(store.current_revision().await?, kv.mod_revision);
     Ok(())
 }
 
@@ -843,7 +930,7 @@ async fn second_open_fails_while_locked() -> TestResult {
 async fn concurrent_guaranteed_updates_lose_nothing() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
-    store.create("/counter", b("0")).await?;
+    let created = store.create("/counter", b("0")).await?;
     const TASKS: usize = 16;
     const PER_TASK: usize = 10;
     let mut handles = Vec::new();
@@ -876,7 +963,10 @@ async fn concurrent_guaranteed_updates_lose_nothing() -> TestResult {
     let kv = store.get("/counter", 0).await?.expect("counter exists");
     assert_eq!(kv.value, b(&(TASKS * PER_TASK).to_string()));
     assert_eq!(kv.version, (TASKS * PER_TASK + 1) as i64);
-    assert_eq!(kv.mod_revision, (TASKS * PER_TASK + 1) as i64);
+    assert_eq!(
+        kv.mod_revision,
+        created.mod_revision + (TASKS * PER_TASK) as i64
+    );
     Ok(())
 }
 
@@ -884,6 +974,7 @@ async fn concurrent_guaranteed_updates_lose_nothing() -> TestResult {
 async fn group_commit_batches_writes() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
     let store = open(dir.path())?;
+    let base = store.current_revision().await?;
 
     // Unpaused: 200 concurrent creates all complete with distinct revisions.
     let spawn_creates = |tag: &'static str| {
@@ -904,7 +995,7 @@ async fn group_commit_batches_writes() -> TestResult {
         );
     }
     revs.sort_unstable();
-    assert_eq!(revs, (1..=200).collect::<Vec<i64>>());
+    assert_eq!(revs, (base + 1..=base + 200).collect::<Vec<i64>>());
     assert!(store.commit_count() - before <= 200);
 
     // With the writer held back, the queued writes share one commit.
@@ -922,7 +1013,7 @@ async fn group_commit_batches_writes() -> TestResult {
         );
     }
     revs.sort_unstable();
-    assert_eq!(revs, (201..=400).collect::<Vec<i64>>());
+    assert_eq!(revs, (base + 201..=base + 400).collect::<Vec<i64>>());
     let commits = store.commit_count() - before;
     assert!(commits <= 2, "200 writes took {commits} commits");
     assert_eq!(store.count("/g/").await?, 400);
@@ -939,6 +1030,7 @@ async fn slow_watcher_is_closed_others_see_everything() -> TestResult {
             ..test_opts()
         },
     )?;
+    let base = store.current_revision().await?;
     let mut slow = store.watch("/s/", 0, false).await?;
     let mut fast = store.watch("/s/", 0, false).await?;
     let reader = tokio::spawn(async move {
@@ -952,7 +1044,7 @@ async fn slow_watcher_is_closed_others_see_everything() -> TestResult {
         store.create(&format!("/s/{i}"), b("x")).await?;
     }
     let revs = reader.await.map_err(|e| Error::Internal(e.to_string()))?;
-    assert_eq!(revs, (1..=50).collect::<Vec<i64>>());
+    assert_eq!(revs, (base + 1..=base + 50).collect::<Vec<i64>>());
 
     // The slow one gets what fit in its buffer, in order, then the error.
     let mut seen = Vec::new();
@@ -963,7 +1055,7 @@ async fn slow_watcher_is_closed_others_see_everything() -> TestResult {
             other => panic!("expected WatcherTooSlow, got {other:?}"),
         }
     }
-    assert_eq!(seen, (1..=8).collect::<Vec<i64>>());
+    assert_eq!(seen, (base + 1..=base + 8).collect::<Vec<i64>>());
     assert!(next_item(&mut slow).await.is_none());
     Ok(())
 }
@@ -982,7 +1074,7 @@ async fn large_value_round_trips() -> TestResult {
         Some(other.clone())
     );
     assert_eq!(
-        store.get("/big", 1).await?.map(|kv| kv.value),
+        store.get("/big", kv.mod_revision).await?.map(|kv| kv.value),
         Some(big.clone())
     );
     assert_eq!(next_event(&mut watch).await.kv.value, big);
@@ -1035,6 +1127,15 @@ fn acknowledged_writes_survive_sigkill() -> TestResult {
     }
     let err = |e: std::io::Error| Error::Internal(e.to_string());
     let dir = tempfile::tempdir().map_err(err)?;
+    let rt = tokio::runtime::Runtime::new().map_err(err)?;
+    // Create the store here to learn the revision the child starts from,
+    // then release the directory for the child.
+    let base = rt.block_on(async {
+        let store = open(dir.path())?;
+        let base = store.current_revision().await?;
+        store.close().await?;
+        Ok::<_, Error>(base)
+    })?;
     let exe = std::env::current_exe().map_err(err)?;
     let mut child = std::process::Command::new(exe)
         .args([
@@ -1069,7 +1170,6 @@ fn acknowledged_writes_survive_sigkill() -> TestResult {
     child.wait().map_err(err)?;
     assert_eq!(acked.len(), 300, "the child stopped early");
 
-    let rt = tokio::runtime::Runtime::new().map_err(err)?;
     rt.block_on(async {
         let store = open(dir.path())?;
         let current = store.current_revision().await?;
@@ -1082,11 +1182,11 @@ fn acknowledged_writes_survive_sigkill() -> TestResult {
                 .expect("an acknowledged write survives");
             assert_eq!(kv.mod_revision, *rev);
         }
-        // Whatever else is there is complete: one key per revision, and the
-        // log replays every revision.
-        assert_eq!(store.count("/crash/").await?, current);
-        let mut watch = store.watch("/crash/", 1, false).await?;
-        for rev in 2..=current {
+        // Whatever else is there is complete: one key per revision after
+        // `base`, and the log replays every one of them.
+        assert_eq!(store.count("/crash/").await?, current - base);
+        let mut watch = store.watch("/crash/", base, false).await?;
+        for rev in base + 1..=current {
             assert_eq!(next_event(&mut watch).await.kv.mod_revision, rev);
         }
         // And the store goes on from there.
@@ -1096,4 +1196,45 @@ fn acknowledged_writes_survive_sigkill() -> TestResult {
         );
         Ok(())
     })
+}
+
+/// The shared storage conformance suite, run against the embedded store.
+mod conformance_suite {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::super::{EmbeddedOptions, EmbeddedStore};
+    use crate::storage::{Storage, conformance};
+
+    macro_rules! conformance_tests {
+        ($($name:ident),* $(,)?) => {$(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let dir = tempfile::tempdir().unwrap();
+                let opts = EmbeddedOptions {
+                    progress_interval: Duration::from_millis(200),
+                    ..EmbeddedOptions::default()
+                };
+                let store: Arc<dyn Storage> = Arc::new(EmbeddedStore::open(dir.path(), opts).unwrap());
+                conformance::$name(store).await;
+            }
+        )*};
+    }
+
+    conformance_tests!(
+        create_get_exists,
+        update_cas,
+        delete_preconditions,
+        revisions_increase,
+        list_pagination,
+        read_at_old_revision,
+        watch_from_now,
+        watch_from_past_revision,
+        watch_progress,
+        watch_request_progress,
+        watch_many_writes,
+        compaction,
+        concurrent_cas_counter,
+        large_value,
+    );
 }
