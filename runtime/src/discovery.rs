@@ -190,6 +190,7 @@ mod tests {
             categories: &[],
             printer_columns: &[],
             openapi_name: "",
+            ..KindInfo::EMPTY
         };
         assert_eq!(storage_version_hash(&info("", "v1", "Pod")), "xPOwRZ+Yhw8=");
         assert_eq!(

@@ -7,7 +7,11 @@
 //! - [`resource`]: the [`resource::Resource`] trait the derive macro
 //!   implements, its static [`resource::KindInfo`], and the overridable
 //!   [`resource::Strategy`] hooks.
-//! - [`validation`]: Kubernetes field errors and the shared validators.
+//! - [`validation`]: Kubernetes field errors and paths, the
+//!   [`validation::Validate`] trait the derives implement, the shared
+//!   validators and the declarative rules ([`validation::rules`]).
+//! - [`cel`]: CEL rules (`x-kubernetes-validations`) evaluated on objects.
+//! - [`schema`]: publication of the declarative rules into OpenAPI schemas.
 //! - [`scheme`]: the registry of kinds and versions, and the type-erased
 //!   operations every layer above storage uses.
 //! - [`builtin`]: the runtime's own groups (core `v1` Namespace), declared
@@ -29,12 +33,14 @@
 extern crate self as apiforge_runtime;
 
 pub mod builtin;
+pub mod cel;
 pub mod discovery;
 #[cfg(feature = "server")]
 pub mod error;
 pub mod meta;
 pub mod openapi;
 pub mod resource;
+pub mod schema;
 pub mod scheme;
 pub mod validation;
 
@@ -47,7 +53,7 @@ pub mod server;
 #[cfg(feature = "server")]
 pub mod storage;
 
-pub use apiforge_macros::Resource;
+pub use apiforge_macros::{Convert, Resource, Validate};
 
 /// Re-exports for generated code. Not a public API.
 #[doc(hidden)]

@@ -53,6 +53,16 @@ pub struct VersionOps {
 }
 
 impl VersionOps {
+    /// The strategic-merge-patch metadata of this version's fields
+    /// (`#[validate(patch_strategy = ..., patch_merge_key = ...)]`), read
+    /// from its published OpenAPI schema.
+    pub fn patch_fields(&self) -> Vec<crate::schema::PatchField> {
+        let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
+        let root = self.schema(&mut generator);
+        let definitions = generator.take_definitions(true);
+        crate::schema::patch_fields(root.as_value(), &definitions)
+    }
+
     /// The OpenAPI schema of this version.
     pub fn schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         (self.schema)(generator)
@@ -98,7 +108,9 @@ pub fn with_type_meta(body: Value, info: &KindInfo) -> Value {
 }
 
 fn schema_of<V: Resource>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    generator.subschema_for::<V>()
+    let schema = generator.subschema_for::<V>();
+    V::publish_schema(generator);
+    schema
 }
 
 type HubValidate = fn(&Value) -> Result<ErrorList, DecodeError>;

@@ -1,15 +1,27 @@
-//! `wardle.example.com/v1beta1`.
+//! `wardle.example.com/v1beta1`: field-for-field the internal version
+//! (derived conversion), no defaulting.
 
-use apiforge_runtime::Resource;
 use apiforge_runtime::meta::ObjectMeta;
-use apiforge_runtime::resource::Strategy;
-use apiforge_runtime::validation::{ErrorList, FieldError};
+use apiforge_runtime::{Convert, Resource};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::internal;
+
+pub use super::internal::REFERENCE_TYPES;
+
 /// A Flunder is an example namespaced resource of the sample apiserver.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, Resource)]
-#[resource(group = "wardle.example.com", version = "v1beta1", namespaced)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, Resource, Convert,
+)]
+#[resource(
+    group = "wardle.example.com",
+    version = "v1beta1",
+    namespaced,
+    openapi_name = "io.k8s.sample-apiserver.pkg.apis.wardle.v1beta1.Flunder",
+    default_strategy
+)]
+#[convert(hub = internal::Flunder)]
 pub struct Flunder {
     /// Standard object metadata.
     #[serde(default)]
@@ -22,12 +34,10 @@ pub struct Flunder {
     pub status: FlunderStatus,
 }
 
-/// The reference type of a Flunder: `Flunder` or `Fischer`.
-pub const REFERENCE_TYPES: [&str; 2] = ["Flunder", "Fischer"];
-
 /// The desired state of a Flunder.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, Convert)]
 #[serde(rename_all = "camelCase")]
+#[convert(hub = internal::FlunderSpec)]
 pub struct FlunderSpec {
     /// A name of another flunder, mutually exclusive to the FischerReference.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -41,62 +51,18 @@ pub struct FlunderSpec {
 }
 
 /// The observed state of a Flunder (no fields).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, Convert)]
+#[convert(hub = internal::FlunderStatus)]
 pub struct FlunderStatus {}
-
-impl Strategy for Flunder {
-    /// The sample apiserver's `ValidateFlunder`: the first matching rule of
-    /// the reference checks, plus the independent reference-type check.
-    fn validate_create(&self) -> ErrorList {
-        let s = &self.spec;
-        let mut errs = ErrorList::default();
-        if !s.flunder_reference.is_empty() && !s.fischer_reference.is_empty() {
-            errs.push(FieldError::invalid(
-                "spec.fischerReference",
-                s.fischer_reference.clone(),
-                "cannot be set with flunderReference at the same time",
-            ));
-        } else if !s.flunder_reference.is_empty() && s.reference_type != "Flunder" {
-            errs.push(FieldError::invalid(
-                "spec.flunderReference",
-                s.flunder_reference.clone(),
-                "cannot be set if referenceType is not Flunder",
-            ));
-        } else if !s.fischer_reference.is_empty() && s.reference_type != "Fischer" {
-            errs.push(FieldError::invalid(
-                "spec.fischerReference",
-                s.fischer_reference.clone(),
-                "cannot be set if referenceType is not Fischer",
-            ));
-        } else if s.fischer_reference.is_empty() && s.reference_type == "Fischer" {
-            errs.push(FieldError::invalid(
-                "spec.fischerReference",
-                "",
-                "cannot be empty if referenceType is Fischer",
-            ));
-        } else if s.flunder_reference.is_empty() && s.reference_type == "Flunder" {
-            errs.push(FieldError::invalid(
-                "spec.flunderReference",
-                "",
-                "cannot be empty if referenceType is Flunder",
-            ));
-        }
-        if !s.reference_type.is_empty() && !REFERENCE_TYPES.contains(&s.reference_type.as_str()) {
-            errs.push(FieldError::invalid(
-                "spec.referenceType",
-                s.reference_type.clone(),
-                "must be Flunder or Fischer",
-            ));
-        }
-        errs
-    }
-}
 
 #[cfg(test)]
 mod tests {
+    use apiforge_runtime::resource::Strategy;
+    use apiforge_runtime::scheme::Convert;
+
     use super::*;
 
-    fn flunder(flunder_ref: &str, fischer_ref: &str, ty: &str) -> Flunder {
+    fn flunder(flunder_ref: &str, fischer_ref: &str, ty: &str) -> internal::Flunder {
         Flunder {
             spec: FlunderSpec {
                 flunder_reference: flunder_ref.into(),
@@ -105,6 +71,7 @@ mod tests {
             },
             ..Default::default()
         }
+        .into_hub()
     }
 
     #[test]
@@ -119,13 +86,43 @@ mod tests {
             "spec.flunderReference: Invalid value: \"\": cannot be empty if referenceType is Flunder"
         );
         let e = flunder("", "", "Foo").validate_create();
-        assert_eq!(e.0[0].field, "spec.referenceType");
+        assert_eq!(
+            e.0[0].to_string(),
+            "spec.referenceType: Invalid value: \"Foo\": must be Flunder or Fischer"
+        );
+        let e = flunder("a", "", "Fischer").validate_create();
+        assert_eq!(
+            e.0[0].to_string(),
+            "spec.flunderReference: Invalid value: \"a\": cannot be set if referenceType is not Flunder"
+        );
+        assert!(
+            flunder("", "", "Foo")
+                .validate_update(&flunder("", "", ""))
+                .is_empty()
+        );
     }
 
     #[test]
     fn empty_spec_and_status_serialize_as_objects() {
-        let v = serde_json::to_value(Flunder::default()).unwrap();
+        let v = serde_json::to_value(Flunder::default()).unwrap_or_default();
         assert_eq!(v["spec"], serde_json::json!({}));
         assert_eq!(v["status"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn conversion_is_field_for_field() {
+        let v = Flunder {
+            spec: FlunderSpec {
+                flunder_reference: "a".into(),
+                fischer_reference: "b".into(),
+                reference_type: "X".into(),
+            },
+            ..Default::default()
+        };
+        let hub: internal::Flunder = v.clone().into_hub();
+        assert_eq!(hub.spec.flunder_reference, "a");
+        assert_eq!(hub.spec.fischer_reference, "b");
+        assert_eq!(hub.spec.reference_type, "X");
+        assert_eq!(Flunder::from_hub(&hub), v);
     }
 }

@@ -1,7 +1,15 @@
-//! Kubernetes field errors (`field.Error` / `field.ErrorList`) and the
-//! validators shared by every kind (names, labels).
+//! Kubernetes field errors (`field.Error` / `field.ErrorList`), field paths,
+//! the [`Validate`] trait that `#[derive(Validate)]` and `#[derive(Resource)]`
+//! implement, and the validators shared by every kind (names, labels).
+//!
+//! The declarative rules (`#[validate(minimum = 1, ...)]`) are evaluated by
+//! the helpers of [`rules`]; their messages follow upstream
+//! `k8s.io/apimachinery` (`pkg/util/validation/field`, `pkg/api/validate`).
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+
+pub mod rules;
 
 use crate::meta::StatusCause;
 
@@ -111,6 +119,39 @@ impl FieldError {
         }
     }
 
+    /// `FieldValueDuplicate`: a value that must be unique is repeated.
+    pub fn duplicate(field: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        FieldError {
+            type_: ErrorType::Duplicate,
+            field: field.into(),
+            bad_value: Some(value.into()),
+            detail: String::new(),
+        }
+    }
+
+    /// `FieldValueTooLong`: `may not be more than <max> bytes` (the value is
+    /// never shown).
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        let unit = if max == 1 { "byte" } else { "bytes" };
+        FieldError {
+            type_: ErrorType::TooLong,
+            field: field.into(),
+            bad_value: None,
+            detail: format!("may not be more than {max} {unit}"),
+        }
+    }
+
+    /// `FieldValueTooMany`: `<actual>: must have at most <max> items`.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        let unit = if max == 1 { "item" } else { "items" };
+        FieldError {
+            type_: ErrorType::TooMany,
+            field: field.into(),
+            bad_value: Some(actual.into()),
+            detail: format!("must have at most {max} {unit}"),
+        }
+    }
+
     /// The message as Kubernetes renders it: `Invalid value: "x": detail`.
     pub fn message(&self) -> String {
         let head = match self.type_ {
@@ -134,6 +175,7 @@ impl FieldError {
                     | ErrorType::Duplicate
                     | ErrorType::NotFound
                     | ErrorType::TypeInvalid
+                    | ErrorType::TooMany
             )
         {
             out.push_str(": ");
@@ -185,6 +227,16 @@ impl ErrorList {
         self.0.push(e);
     }
 
+    /// The number of errors.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Iterates over the errors.
+    pub fn iter(&self) -> std::slice::Iter<'_, FieldError> {
+        self.0.iter()
+    }
+
     /// Adds all errors of another list.
     pub fn extend(&mut self, other: ErrorList) {
         self.0.extend(other.0);
@@ -193,6 +245,199 @@ impl ErrorList {
     /// The status causes.
     pub fn to_causes(&self) -> Vec<StatusCause> {
         self.0.iter().map(FieldError::to_cause).collect()
+    }
+}
+
+/// A Kubernetes field path (`field.Path`): `spec.replicas`,
+/// `spec.items[0].name`, `metadata.labels[app]`. The root is empty.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FieldPath(String);
+
+impl FieldPath {
+    /// The empty root path (an object's top level).
+    pub fn root() -> Self {
+        FieldPath(String::new())
+    }
+
+    /// A path of one field, e.g. `FieldPath::new("spec")`.
+    pub fn new(name: &str) -> Self {
+        FieldPath(name.to_string())
+    }
+
+    /// The path of a child field: `spec` → `spec.replicas`.
+    pub fn child(&self, name: &str) -> Self {
+        if self.0.is_empty() {
+            FieldPath(name.to_string())
+        } else {
+            FieldPath(format!("{}.{name}", self.0))
+        }
+    }
+
+    /// The path of a list item: `spec.items` → `spec.items[0]`.
+    pub fn index(&self, index: usize) -> Self {
+        FieldPath(format!("{}[{index}]", self.0))
+    }
+
+    /// The path of a map entry: `metadata.labels` → `metadata.labels[app]`.
+    pub fn key(&self, key: &str) -> Self {
+        FieldPath(format!("{}[{key}]", self.0))
+    }
+
+    /// The path as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// True for the root path.
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&FieldPath> for String {
+    fn from(path: &FieldPath) -> String {
+        path.0.clone()
+    }
+}
+
+impl From<FieldPath> for String {
+    fn from(path: FieldPath) -> String {
+        path.0
+    }
+}
+
+/// Declarative validation, defaulting and schema rules of a type,
+/// implemented by `#[derive(Validate)]` (nested structs) and
+/// `#[derive(Resource)]` (the kind itself) from `#[validate(...)]`
+/// attributes. Every method has a no-op default, so a hand-written impl
+/// overrides only what it needs.
+///
+/// Implementations for `Option<T>`, `Box<T>`, `Vec<T>` and string-keyed maps
+/// forward to the items, with `[i]` / `[key]` path segments.
+pub trait Validate {
+    /// Validates a new value at `path` (create).
+    fn validate(&self, path: &FieldPath) -> ErrorList {
+        let _ = path;
+        ErrorList::default()
+    }
+
+    /// Validates an update of `old` to `self` at `path`: immutable fields
+    /// and CEL transition rules (`oldSelf`), recursively.
+    fn validate_update(&self, old: &Self, path: &FieldPath) -> ErrorList {
+        let _ = (old, path);
+        ErrorList::default()
+    }
+
+    /// Applies the declared defaults (`default = ...`), recursively.
+    fn default_fields(&mut self) {}
+
+    /// Publishes the declared rules into this type's schema (and its nested
+    /// types'), in the definitions of `generator`. The type's schema must
+    /// already have been generated with `generator.subschema_for`.
+    fn publish_schema(generator: &mut schemars::SchemaGenerator) {
+        let _ = generator;
+    }
+}
+
+impl<T: Validate> Validate for Option<T> {
+    fn validate(&self, path: &FieldPath) -> ErrorList {
+        self.as_ref().map(|v| v.validate(path)).unwrap_or_default()
+    }
+    fn validate_update(&self, old: &Self, path: &FieldPath) -> ErrorList {
+        match (self, old) {
+            (Some(new), Some(old)) => new.validate_update(old, path),
+            _ => ErrorList::default(),
+        }
+    }
+    fn default_fields(&mut self) {
+        if let Some(v) = self {
+            v.default_fields();
+        }
+    }
+    fn publish_schema(generator: &mut schemars::SchemaGenerator) {
+        T::publish_schema(generator);
+    }
+}
+
+impl<T: Validate> Validate for Box<T> {
+    fn validate(&self, path: &FieldPath) -> ErrorList {
+        (**self).validate(path)
+    }
+    fn validate_update(&self, old: &Self, path: &FieldPath) -> ErrorList {
+        (**self).validate_update(old, path)
+    }
+    fn default_fields(&mut self) {
+        (**self).default_fields();
+    }
+    fn publish_schema(generator: &mut schemars::SchemaGenerator) {
+        T::publish_schema(generator);
+    }
+}
+
+impl<T: Validate> Validate for Vec<T> {
+    fn validate(&self, path: &FieldPath) -> ErrorList {
+        let mut errs = ErrorList::default();
+        for (i, item) in self.iter().enumerate() {
+            errs.extend(item.validate(&path.index(i)));
+        }
+        errs
+    }
+    fn default_fields(&mut self) {
+        self.iter_mut().for_each(Validate::default_fields);
+    }
+    fn publish_schema(generator: &mut schemars::SchemaGenerator) {
+        T::publish_schema(generator);
+    }
+}
+
+impl<T: Validate> Validate for BTreeMap<String, T> {
+    fn validate(&self, path: &FieldPath) -> ErrorList {
+        let mut errs = ErrorList::default();
+        for (k, item) in self {
+            errs.extend(item.validate(&path.key(k)));
+        }
+        errs
+    }
+    fn validate_update(&self, old: &Self, path: &FieldPath) -> ErrorList {
+        let mut errs = ErrorList::default();
+        for (k, item) in self {
+            if let Some(o) = old.get(k) {
+                errs.extend(item.validate_update(o, &path.key(k)));
+            }
+        }
+        errs
+    }
+    fn default_fields(&mut self) {
+        self.values_mut().for_each(Validate::default_fields);
+    }
+    fn publish_schema(generator: &mut schemars::SchemaGenerator) {
+        T::publish_schema(generator);
+    }
+}
+
+impl<T: Validate, S: std::hash::BuildHasher> Validate for HashMap<String, T, S> {
+    fn validate(&self, path: &FieldPath) -> ErrorList {
+        let mut keys: Vec<&String> = self.keys().collect();
+        keys.sort();
+        let mut errs = ErrorList::default();
+        for k in keys {
+            if let Some(item) = self.get(k) {
+                errs.extend(item.validate(&path.key(k)));
+            }
+        }
+        errs
+    }
+    fn default_fields(&mut self) {
+        self.values_mut().for_each(Validate::default_fields);
+    }
+    fn publish_schema(generator: &mut schemars::SchemaGenerator) {
+        T::publish_schema(generator);
     }
 }
 

@@ -1,0 +1,222 @@
+use proc_macro2::Span;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+
+use crate::model::{FieldModel, ValidateModel};
+
+fn format_variant(name: &str) -> syn::Ident {
+    let v = match name {
+        "dns1123_label" => "Dns1123Label",
+        "dns1123_subdomain" => "Dns1123Subdomain",
+        "k8s_short_name" => "K8sShortName",
+        "uuid" => "Uuid",
+        "date_time" => "DateTime",
+        "ip" => "Ip",
+        _ => "Cidr",
+    };
+    format_ident!("{}", v)
+}
+
+fn field_path(f: &FieldModel) -> TokenStream {
+    let name = &f.json_name;
+    if f.flatten {
+        quote!(path.clone())
+    } else {
+        quote!(path.child(#name))
+    }
+}
+
+/// `AsRef::<str>::as_ref(__v)`, spanned at the rule so that a rule on a
+/// non-string field is reported at the attribute.
+fn as_str(span: Span) -> TokenStream {
+    quote_spanned!(span=> ::core::convert::AsRef::<str>::as_ref(__v))
+}
+
+fn validate_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
+    let r = quote!(#krate::validation::rules);
+    let a = &f.attrs;
+    let ident = &f.ident;
+    let path = field_path(f);
+    let mut present = Vec::new();
+    let mut always = Vec::new();
+    if a.required.is_present() {
+        always.push(quote!(#r::required(&mut errs, &__path, #r::IsSet::is_set(__field));));
+    }
+    if let Some(min) = &a.minimum {
+        let v = min.value;
+        let ex = a.exclusive_minimum.is_present();
+        present.push(quote!(#r::minimum(&mut errs, &__path, __v, #v, #ex);));
+    }
+    if let Some(max) = &a.maximum {
+        let v = max.value;
+        let ex = a.exclusive_maximum.is_present();
+        present.push(quote!(#r::maximum(&mut errs, &__path, __v, #v, #ex);));
+    }
+    if let Some(n) = &a.min_length {
+        let s = as_str(n.span());
+        let n = **n;
+        present.push(quote!(#r::min_length(&mut errs, &__path, #s, #n);));
+    }
+    if let Some(n) = &a.max_length {
+        let s = as_str(n.span());
+        let n = **n;
+        present.push(quote!(#r::max_length(&mut errs, &__path, #s, #n);));
+    }
+    if let Some(p) = &a.pattern {
+        let s = as_str(p.span());
+        let p = p.as_str();
+        present.push(quote! {{
+            static PATTERN: #r::Pattern = #r::Pattern::new(#p);
+            PATTERN.check(&mut errs, &__path, #s);
+        }});
+    }
+    if let Some(fmt) = &a.format {
+        let s = as_str(fmt.span());
+        let v = format_variant(fmt);
+        present.push(quote!(#r::Format::#v.check(&mut errs, &__path, #s);));
+    }
+    if let Some(values) = &a.enum_values {
+        let s = as_str(values.span());
+        let values = values.values();
+        present.push(quote!(#r::enum_values(&mut errs, &__path, #s, &[#(#values),*]);));
+    }
+    if let Some(n) = &a.min_items {
+        let n = **n;
+        present.push(quote!(#r::min_items(&mut errs, &__path, __v.len(), #n);));
+    }
+    if let Some(n) = &a.max_items {
+        let n = **n;
+        present.push(quote!(#r::max_items(&mut errs, &__path, __v.len(), #n);));
+    }
+    match a.list_type.as_deref().map(String::as_str) {
+        Some("set") => present.push(quote!(#r::unique_items(&mut errs, &__path, &__v[..]);)),
+        Some("map") => {
+            let keys = a
+                .list_map_keys
+                .as_ref()
+                .map(|k| k.values())
+                .unwrap_or_default();
+            present.push(quote!(#r::unique_map_keys(&mut errs, &__path, &__v[..], &[#(#keys),*]);));
+        }
+        _ => {}
+    }
+    for rule in &a.cel {
+        let src = rule.rule.as_str();
+        let msg = rule.message.clone().unwrap_or_default();
+        present.push(quote! {{
+            static RULE: #krate::cel::Rule = #krate::cel::Rule::new(#src, #msg);
+            RULE.check(&mut errs, &__path, &#r::to_json(__v));
+        }});
+    }
+    if let Some(custom) = &a.custom {
+        always.push(quote!(errs.extend(#custom(__field, &__path));));
+    }
+    let present = if present.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            if let ::core::option::Option::Some(__v) = (&#r::Probe(__field)).__apiforge_get() {
+                #(#present)*
+            }
+        }
+    };
+    quote! {{
+        let __path = #path;
+        let __field = &self.#ident;
+        #(#always)*
+        #present
+        errs.extend((&#r::Probe(__field)).__apiforge_validate(&__path));
+    }}
+}
+
+fn validate_update_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
+    let r = quote!(#krate::validation::rules);
+    let a = &f.attrs;
+    let ident = &f.ident;
+    let path = field_path(f);
+    let immutable = if a.immutable.is_present() {
+        quote!(#r::immutable(&mut errs, &__path, &self.#ident, &old.#ident);)
+    } else {
+        quote!()
+    };
+    let transitions: Vec<TokenStream> = a
+        .cel
+        .iter()
+        .filter(|c| c.rule.contains("oldSelf"))
+        .map(|rule| {
+            let src = rule.rule.as_str();
+            let msg = rule.message.clone().unwrap_or_default();
+            quote! {
+                if let (::core::option::Option::Some(__v), ::core::option::Option::Some(__o)) =
+                    ((&#r::Probe(&self.#ident)).__apiforge_get(), (&#r::Probe(&old.#ident)).__apiforge_get())
+                {
+                    static RULE: #krate::cel::Rule = #krate::cel::Rule::new(#src, #msg);
+                    RULE.check_update(&mut errs, &__path, &#r::to_json(__v), &#r::to_json(__o));
+                }
+            }
+        })
+        .collect();
+    quote! {{
+        let __path = #path;
+        #immutable
+        #(#transitions)*
+        errs.extend((&#r::ProbePair(&self.#ident, &old.#ident)).__apiforge_validate_update(&__path));
+    }}
+}
+
+/// `Validate::validate` and `Validate::validate_update` of a model.
+pub(crate) fn methods(model: &ValidateModel) -> TokenStream {
+    let krate = &model.krate;
+    let r = quote!(#krate::validation::rules);
+    let fields: Vec<&FieldModel> = model.fields.iter().filter(|f| !f.skip).collect();
+    let validate_fields = fields.iter().map(|f| validate_field(krate, f));
+    let update_fields = fields.iter().map(|f| validate_update_field(krate, f));
+    let unions = model.unions.iter().map(|u| {
+        let exactly = u.exactly;
+        let members = u
+            .members
+            .iter()
+            .map(|(ident, name)| quote!((#name, #r::IsSet::is_set(&self.#ident))));
+        quote!(#r::union(&mut errs, path, &[#(#members),*], #exactly);)
+    });
+    let cel = model
+        .cel
+        .iter()
+        .filter(|c| !c.rule.contains("oldSelf"))
+        .map(|rule| {
+            let src = rule.rule.as_str();
+            let msg = rule.message.clone().unwrap_or_default();
+            quote! {{
+                static RULE: #krate::cel::Rule = #krate::cel::Rule::new(#src, #msg);
+                RULE.check(&mut errs, path, &#r::to_json(self));
+            }}
+        });
+    let cel_update = model
+        .cel
+        .iter()
+        .filter(|c| c.rule.contains("oldSelf"))
+        .map(|rule| {
+            let src = rule.rule.as_str();
+            let msg = rule.message.clone().unwrap_or_default();
+            quote! {{
+                static RULE: #krate::cel::Rule = #krate::cel::Rule::new(#src, #msg);
+                RULE.check_update(&mut errs, path, &#r::to_json(self), &#r::to_json(old));
+            }}
+        });
+    quote! {
+        fn validate(&self, path: &#krate::validation::FieldPath) -> #krate::validation::ErrorList {
+            let mut errs = #krate::validation::ErrorList::default();
+            #(#validate_fields)*
+            #(#unions)*
+            #(#cel)*
+            errs
+        }
+
+        fn validate_update(&self, old: &Self, path: &#krate::validation::FieldPath) -> #krate::validation::ErrorList {
+            let mut errs = #krate::validation::ErrorList::default();
+            #(#update_fields)*
+            #(#cel_update)*
+            errs
+        }
+    }
+}

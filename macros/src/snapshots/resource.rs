@@ -1,0 +1,151 @@
+const _: () = {
+    #[allow(unused_imports)]
+    use ::apiforge_runtime::validation::rules::{
+        ViaDefault as _, ViaNothing as _, ViaNothingDefault as _, ViaNothingPublish as _,
+        ViaNothingUpdate as _, ViaOption as _, ViaPublish as _, ViaValidate as _,
+        ViaValidateUpdate as _, ViaValue as _,
+    };
+    #[automatically_derived]
+    impl ::apiforge_runtime::resource::Resource for Database {
+        const INFO: ::apiforge_runtime::resource::KindInfo = ::apiforge_runtime::resource::KindInfo {
+            group: "showcase.example.com",
+            version: "v1",
+            kind: "Database",
+            plural: "databases",
+            singular: "database",
+            scope: ::apiforge_runtime::resource::Scope::Namespaced,
+            short_names: &["db"],
+            categories: &[],
+            printer_columns: &[
+                ::apiforge_runtime::resource::PrinterColumn {
+                    name: "Replicas",
+                    type_: "integer",
+                    json_path: ".spec.replicas",
+                    priority: 0i32,
+                    description: "",
+                    format: "",
+                },
+            ],
+            openapi_name: "com.example.showcase.v1.Database",
+            selectable_fields: &[".spec.engine"],
+            subresources: ::apiforge_runtime::resource::Subresources {
+                status: true,
+                scale: ::core::option::Option::Some(::apiforge_runtime::resource::ScaleSubresource {
+                    spec_replicas_path: ".spec.replicas",
+                    status_replicas_path: ".status.replicas",
+                    label_selector_path: ".status.selector",
+                }),
+            },
+            deprecated: false,
+            deprecation_warning: ::core::option::Option::None,
+        };
+        fn metadata(&self) -> &::apiforge_runtime::meta::ObjectMeta {
+            &self.metadata
+        }
+        fn metadata_mut(&mut self) -> &mut ::apiforge_runtime::meta::ObjectMeta {
+            &mut self.metadata
+        }
+        fn generated_validate(&self) -> ::apiforge_runtime::validation::ErrorList {
+            ::apiforge_runtime::resource::validate_root(self)
+        }
+        fn generated_validate_update(
+            &self,
+            old: &Self,
+        ) -> ::apiforge_runtime::validation::ErrorList {
+            ::apiforge_runtime::resource::validate_update_root(self, old)
+        }
+        fn generated_default_fields(&mut self) {
+            ::apiforge_runtime::validation::Validate::default_fields(self)
+        }
+        fn publish_schema(
+            generator: &mut ::apiforge_runtime::__private::schemars::SchemaGenerator,
+        ) {
+            <Self as ::apiforge_runtime::validation::Validate>::publish_schema(generator)
+        }
+    }
+    #[automatically_derived]
+    impl ::apiforge_runtime::resource::Strategy for Database {}
+    #[automatically_derived]
+    impl ::apiforge_runtime::validation::Validate for Database {
+        fn validate(
+            &self,
+            path: &::apiforge_runtime::validation::FieldPath,
+        ) -> ::apiforge_runtime::validation::ErrorList {
+            let mut errs = ::apiforge_runtime::validation::ErrorList::default();
+            {
+                let __path = path.child("metadata");
+                let __field = &self.metadata;
+                errs.extend(
+                    (&::apiforge_runtime::validation::rules::Probe(__field))
+                        .__apiforge_validate(&__path),
+                );
+            }
+            {
+                let __path = path.child("spec");
+                let __field = &self.spec;
+                errs.extend(
+                    (&::apiforge_runtime::validation::rules::Probe(__field))
+                        .__apiforge_validate(&__path),
+                );
+            }
+            errs
+        }
+        fn validate_update(
+            &self,
+            old: &Self,
+            path: &::apiforge_runtime::validation::FieldPath,
+        ) -> ::apiforge_runtime::validation::ErrorList {
+            let mut errs = ::apiforge_runtime::validation::ErrorList::default();
+            {
+                let __path = path.child("metadata");
+                errs.extend(
+                    (&::apiforge_runtime::validation::rules::ProbePair(
+                        &self.metadata,
+                        &old.metadata,
+                    ))
+                        .__apiforge_validate_update(&__path),
+                );
+            }
+            {
+                let __path = path.child("spec");
+                errs.extend(
+                    (&::apiforge_runtime::validation::rules::ProbePair(
+                        &self.spec,
+                        &old.spec,
+                    ))
+                        .__apiforge_validate_update(&__path),
+                );
+            }
+            errs
+        }
+        fn default_fields(&mut self) {
+            (&mut ::apiforge_runtime::validation::rules::ProbeMut(&mut self.metadata))
+                .__apiforge_default();
+            (&mut ::apiforge_runtime::validation::rules::ProbeMut(&mut self.spec))
+                .__apiforge_default();
+        }
+        fn publish_schema(
+            generator: &mut ::apiforge_runtime::__private::schemars::SchemaGenerator,
+        ) {
+            let __schema = generator.subschema_for::<Self>();
+            if let ::core::option::Option::Some(__publishing) = ::apiforge_runtime::schema::begin(
+                &__schema,
+            ) {
+                if let ::core::option::Option::Some(__def) = ::apiforge_runtime::schema::definition(
+                    generator,
+                    &__publishing,
+                ) {
+                    let _ = &__def;
+                }
+                (&::apiforge_runtime::validation::rules::ProbeType::<
+                    ObjectMeta,
+                >(::core::marker::PhantomData))
+                    .__apiforge_publish(generator);
+                (&::apiforge_runtime::validation::rules::ProbeType::<
+                    DatabaseSpec,
+                >(::core::marker::PhantomData))
+                    .__apiforge_publish(generator);
+            }
+        }
+    }
+};

@@ -1,0 +1,136 @@
+//! Schema snapshots: every declared rule is published into the OpenAPI
+//! schema of its type (JSON equality).
+
+#![allow(missing_docs)]
+
+use apiforge_runtime::meta::ObjectMeta;
+use apiforge_runtime::resource::Resource as _;
+use apiforge_runtime::{Resource, Validate};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, Resource)]
+#[resource(group = "test.example.com", version = "v1", namespaced)]
+#[validate(cel(rule = "self.metadata.name != 'x'", message = "no x"))]
+pub struct Shape {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: ShapeSpec,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, Validate)]
+#[serde(default, rename_all = "camelCase")]
+#[validate(one_of(a, b), cel(rule = "self.sides >= 3"))]
+pub struct ShapeSpec {
+    #[validate(minimum = 3, maximum = 12, exclusive_maximum, default = 4)]
+    pub sides: i32,
+    #[validate(minimum = 0.5, exclusive_minimum)]
+    pub scale: f64,
+    #[validate(
+        required,
+        min_length = 1,
+        max_length = 63,
+        pattern = "^[a-z]+$",
+        immutable
+    )]
+    pub shape_name: String,
+    #[validate(format = "uuid")]
+    pub id: Option<String>,
+    #[validate(format = "dns1123_subdomain")]
+    pub host: String,
+    #[validate(enum_values = ["red", "blue"], default = "red")]
+    pub color: String,
+    #[validate(min_items = 1, max_items = 4, list_type = "set")]
+    pub tags: Vec<String>,
+    #[validate(list_type = "map", list_map_keys = ["name"], patch_strategy = "merge", patch_merge_key = "name")]
+    pub corners: Vec<Corner>,
+    #[validate(optional, cel(rule = "self >= oldSelf", message = "may not shrink"))]
+    pub a: Option<i32>,
+    pub b: Option<i32>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, Validate)]
+pub struct Corner {
+    #[validate(required)]
+    pub name: String,
+    #[validate(maximum = 360)]
+    pub angle: Option<u32>,
+}
+
+fn definitions() -> serde_json::Map<String, Value> {
+    let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
+    let _ = generator.subschema_for::<Shape>();
+    Shape::publish_schema(&mut generator);
+    generator.take_definitions(true)
+}
+
+#[test]
+fn spec_rules_are_published() {
+    let defs = definitions();
+    assert_eq!(
+        defs["ShapeSpec"],
+        json!({
+            "type": "object",
+            "properties": {
+                "sides": {"type": "integer", "format": "int32", "default": 4, "minimum": 3, "maximum": 12, "exclusiveMaximum": true},
+                "scale": {"type": "number", "format": "double", "default": 0.0, "minimum": 0.5, "exclusiveMinimum": true},
+                "shapeName": {
+                    "type": "string", "default": "", "minLength": 1, "maxLength": 63, "pattern": "^[a-z]+$",
+                    "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "field is immutable"}]
+                },
+                "id": {"type": "string", "nullable": true, "default": null, "format": "uuid"},
+                "host": {"type": "string", "default": "", "format": "k8s-long-name"},
+                "color": {"type": "string", "default": "red", "enum": ["red", "blue"]},
+                "tags": {"type": "array", "items": {"type": "string"}, "default": [], "minItems": 1, "maxItems": 4, "x-kubernetes-list-type": "set"},
+                "corners": {
+                    "type": "array", "items": {"$ref": "#/components/schemas/Corner"}, "default": [],
+                    "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                    "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "name"
+                },
+                "a": {"type": "integer", "format": "int32", "nullable": true, "default": null, "x-kubernetes-validations": [{"rule": "self >= oldSelf", "message": "may not shrink"}]},
+                "b": {"type": "integer", "format": "int32", "nullable": true, "default": null}
+            },
+            "x-kubernetes-validations": [{"rule": "self.sides >= 3"}],
+            "required": ["shapeName"]
+        })
+    );
+}
+
+#[test]
+fn nested_and_root_rules_are_published() {
+    let defs = definitions();
+    assert_eq!(
+        defs["Corner"],
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "angle": {"type": "integer", "format": "uint32", "minimum": 0, "nullable": true, "maximum": 360}
+            },
+            "required": ["name"]
+        })
+    );
+    assert_eq!(
+        defs["Shape"]["x-kubernetes-validations"],
+        json!([{"rule": "self.metadata.name != 'x'", "message": "no x"}])
+    );
+}
+
+#[test]
+fn patch_fields_are_read_back() {
+    let defs = definitions();
+    let fields = apiforge_runtime::schema::patch_fields(
+        &json!({"$ref": "#/components/schemas/Shape"}),
+        &defs,
+    );
+    assert_eq!(
+        fields,
+        vec![apiforge_runtime::schema::PatchField {
+            path: "spec.corners".into(),
+            strategy: "merge".into(),
+            merge_key: "name".into()
+        }]
+    );
+}

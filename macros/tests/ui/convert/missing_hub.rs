@@ -1,0 +1,13 @@
+#![allow(unused_imports)]
+
+use apiforge_runtime::meta::ObjectMeta;
+use apiforge_runtime::{Convert, Resource, Validate};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Default, Convert)]
+pub struct V {
+    pub a: String,
+}
+
+fn main() {}
