@@ -21,6 +21,8 @@
 //!
 //! With the `server` feature (default):
 //! - [`storage`]: the etcd-shaped [`storage::Storage`] trait and its backends.
+//! - [`patch`]: JSON, merge and strategic merge patches, and the strict
+//!   field checks of `fieldValidation`.
 //! - [`registry`]: the generic REST store (server-set metadata, optimistic
 //!   concurrency, watch translation).
 //! - [`endpoints`]: request parsing, the resource handlers, discovery,
@@ -46,6 +48,8 @@ pub mod validation;
 
 #[cfg(feature = "server")]
 pub mod endpoints;
+#[cfg(feature = "server")]
+pub mod patch;
 #[cfg(feature = "server")]
 pub mod registry;
 #[cfg(feature = "server")]

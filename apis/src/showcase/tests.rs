@@ -174,5 +174,8 @@ fn schema_publishes_the_rules() {
         &defs,
     );
     let paths: Vec<&str> = fields.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(paths, ["spec.users", "status.conditions"]);
+    assert_eq!(
+        paths,
+        ["metadata.ownerReferences", "metadata.finalizers", "spec.users", "status.conditions"]
+    );
 }

@@ -1,4 +1,7 @@
-//! Handlers of resource requests: get, list, watch, create, update, delete.
+//! Handlers of resource requests: get, list, watch, create, update, patch,
+//! delete, deletecollection.
+
+mod patching;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +33,8 @@ struct Ctx<'a> {
     ri: &'a RequestInfo,
     query: &'a Query,
     accept: Option<String>,
+    /// `Warning` header texts collected while handling the request.
+    warnings: std::sync::Mutex<Vec<String>>,
 }
 
 pub(super) async fn handle(
@@ -61,6 +66,7 @@ pub(super) async fn handle(
         ri: &ri,
         query: &query,
         accept,
+        warnings: Default::default(),
     };
     let result = match ri.verb.as_str() {
         "get" => get(&ctx).await,
@@ -68,10 +74,14 @@ pub(super) async fn handle(
         "watch" => watch(&ctx).await,
         "create" => create(&ctx, req).await,
         "update" => update(&ctx, req).await,
+        "patch" => patching::patch(&ctx, req).await,
         "delete" => delete(&ctx, req).await,
+        "deletecollection" => patching::delete_collection(&ctx, req).await,
         _ => Err(Status::method_not_allowed(req.method().as_str(), info.group, info.plural).into()),
     };
-    result.unwrap_or_else(|e| error_response(&e))
+    let mut resp = result.unwrap_or_else(|e| error_response(&e));
+    patching::add_warnings(&ctx, &mut resp);
+    resp
 }
 
 fn not_acceptable() -> ApiError {
@@ -369,7 +379,11 @@ fn encode_line(ty: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-async fn read_body(ctx: &Ctx<'_>, req: Request) -> ApiResult<Value> {
+async fn read_body(
+    ctx: &Ctx<'_>,
+    req: Request,
+    validation: crate::patch::FieldValidation,
+) -> ApiResult<Value> {
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -405,6 +419,7 @@ async fn read_body(ctx: &Ctx<'_>, req: Request) -> ApiResult<Value> {
     if !value.is_object() {
         return Err(cannot_handle("the body must be a JSON object".into()));
     }
+    let issues = patching::field_issues(ctx, validation, format, &bytes, &value);
     if let Some(api_version) = value.get("apiVersion").and_then(Value::as_str)
         && api_version != info.api_version()
     {
@@ -423,22 +438,27 @@ async fn read_body(ctx: &Ctx<'_>, req: Request) -> ApiResult<Value> {
         ))
         .into());
     }
-    ctx.store
+    let hub = ctx
+        .store
         .kind()
         .decode(info.version, value)
-        .map_err(|e| cannot_handle(e.to_string()))
+        .map_err(|e| cannot_handle(e.to_string()))?;
+    patching::report_field_issues(ctx, validation, issues, cannot_handle)?;
+    Ok(hub)
 }
 
 async fn create(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     let dry_run = ctx.dry_run()?;
-    let hub = read_body(ctx, req).await?;
+    let validation = patching::field_validation(ctx, "CreateOptions")?;
+    let hub = read_body(ctx, req, validation).await?;
     let created = ctx.store.create(&ctx.ri.namespace, hub, dry_run).await?;
     ctx.object_response(StatusCode::CREATED, &created)
 }
 
 async fn update(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     let dry_run = ctx.dry_run()?;
-    let hub = read_body(ctx, req).await?;
+    let validation = patching::field_validation(ctx, "UpdateOptions")?;
+    let hub = read_body(ctx, req, validation).await?;
     let (obj, created) = ctx
         .store
         .update(&ctx.ri.namespace, &ctx.ri.name, hub, dry_run)
@@ -454,6 +474,29 @@ async fn update(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
 }
 
 async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
+    let (pre, dry_run) = delete_options(ctx, req).await?;
+    let deleted = ctx
+        .store
+        .delete(&ctx.ri.namespace, &ctx.ri.name, &pre, dry_run)
+        .await?;
+    let meta = crate::scheme::object_meta(&deleted);
+    let status = Status::success(Some(StatusDetails {
+        name: meta.name,
+        group: ctx.info.group.into(),
+        kind: ctx.info.plural.into(),
+        uid: meta.uid,
+        ..Default::default()
+    }));
+    Ok(respond(
+        StatusCode::OK,
+        Format::Json,
+        &serde_json::to_value(status).unwrap_or_default(),
+    ))
+}
+
+/// The preconditions and dry-run flag of a delete's `DeleteOptions` body
+/// (and `dryRun` query parameter).
+async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions, bool)> {
     let mut dry_run = ctx.dry_run()?;
     let bytes = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
         .await
@@ -500,21 +543,5 @@ async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
             ));
         }
     }
-    let deleted = ctx
-        .store
-        .delete(&ctx.ri.namespace, &ctx.ri.name, &pre, dry_run)
-        .await?;
-    let meta = crate::scheme::object_meta(&deleted);
-    let status = Status::success(Some(StatusDetails {
-        name: meta.name,
-        group: ctx.info.group.into(),
-        kind: ctx.info.plural.into(),
-        uid: meta.uid,
-        ..Default::default()
-    }));
-    Ok(respond(
-        StatusCode::OK,
-        Format::Json,
-        &serde_json::to_value(status).unwrap_or_default(),
-    ))
+    Ok((pre, dry_run))
 }

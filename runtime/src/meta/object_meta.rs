@@ -115,9 +115,11 @@ pub struct ObjectMeta {
     pub annotations: BTreeMap<String, String>,
     /// List of objects depended by this object.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-patch-merge-key" = "uid", "x-kubernetes-patch-strategy" = "merge"))]
     pub owner_references: Vec<OwnerReference>,
     /// Must be empty before the object is deleted from the registry.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-patch-strategy" = "merge"))]
     pub finalizers: Vec<String>,
     /// ManagedFields maps workflow-id and version to the set of fields that
     /// are managed by that workflow.
