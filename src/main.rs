@@ -3,6 +3,7 @@
 //! `apiforge serve` runs the API server (flags follow kube-apiserver's);
 //! `apiforge openapi --out DIR` writes the generated OpenAPI documents.
 
+mod admission;
 mod options;
 
 use std::sync::Arc;
@@ -56,7 +57,9 @@ fn serve(opts: options::ServeOptions) -> anyhow::Result<()> {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let config = opts.complete()?;
+    let plugins = opts.admission.resolve(&admission::registry())?;
+    let mut config = opts.complete()?;
+    config.server.admission = plugins;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -78,6 +78,8 @@ pub(crate) struct ServeOptions {
     /// Log verbosity (0 = info, 2+ = debug, 5+ = trace); RUST_LOG overrides it.
     #[arg(short = 'v', long = "v", default_value_t = 0, help_heading = "Logs")]
     verbosity: u8,
+    #[command(flatten)]
+    pub(crate) admission: crate::admission::AdmissionFlags,
 }
 
 /// Options after defaults were filled in and everything was validated.
@@ -163,6 +165,7 @@ impl ServeOptions {
                         window: self.default_watch_cache_size,
                         ..Default::default()
                     }),
+                admission: Default::default(),
             },
         })
     }

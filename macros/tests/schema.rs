@@ -125,12 +125,19 @@ fn patch_fields_are_read_back() {
         &json!({"$ref": "#/components/schemas/Shape"}),
         &defs,
     );
+    // ObjectMeta's own fields (ownerReferences, finalizers) come first.
+    let spec: Vec<_> = fields
+        .iter()
+        .filter(|f| f.path.starts_with("spec."))
+        .cloned()
+        .collect();
     assert_eq!(
-        fields,
+        spec,
         vec![apiforge_runtime::schema::PatchField {
             path: "spec.corners".into(),
             strategy: "merge".into(),
             merge_key: "name".into()
         }]
     );
+    assert!(fields.iter().any(|f| f.path == "metadata.finalizers"));
 }

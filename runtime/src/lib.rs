@@ -20,6 +20,9 @@
 //!   build time, by the binary's `build.rs`).
 //!
 //! With the `server` feature (default):
+//! - [`admission`]: the admission chain (mutating then validating plugins)
+//!   and the built-in `NamespaceLifecycle` plugin.
+//! - [`controllers`]: the server's own control loops (namespace deletion).
 //! - [`storage`]: the etcd-shaped [`storage::Storage`] trait and its backends.
 //! - [`patch`]: JSON, merge and strategic merge patches, and the strict
 //!   field checks of `fieldValidation`.
@@ -46,6 +49,10 @@ pub mod schema;
 pub mod scheme;
 pub mod validation;
 
+#[cfg(feature = "server")]
+pub mod admission;
+#[cfg(feature = "server")]
+pub mod controllers;
 #[cfg(feature = "server")]
 pub mod endpoints;
 #[cfg(feature = "server")]

@@ -176,6 +176,11 @@ fn schema_publishes_the_rules() {
     let paths: Vec<&str> = fields.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(
         paths,
-        ["metadata.ownerReferences", "metadata.finalizers", "spec.users", "status.conditions"]
+        [
+            "metadata.ownerReferences",
+            "metadata.finalizers",
+            "spec.users",
+            "status.conditions"
+        ]
     );
 }

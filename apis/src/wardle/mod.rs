@@ -9,6 +9,8 @@
 
 use apiforge_runtime::scheme::{Group, KindBuilder, Scheme};
 
+#[cfg(feature = "server")]
+pub mod admission;
 pub mod internal;
 pub mod v1alpha1;
 pub mod v1beta1;

@@ -79,6 +79,8 @@ pub struct ApiServerParts {
     pub version: VersionInfo,
     /// Watch cache settings; `None` serves reads from storage.
     pub watch_cache: Option<CacheOptions>,
+    /// The enabled admission plugins, in order.
+    pub admission: crate::admission::Plugins,
 }
 
 /// Maximum request body size (kube-apiserver's 3 MiB default).
@@ -95,6 +97,7 @@ impl ApiServer {
             admin_token,
             version,
             watch_cache,
+            admission,
         } = parts;
         let mut stores = HashMap::new();
         let caches = Caches::default();
@@ -118,6 +121,7 @@ impl ApiServer {
                 }
             }
         }
+        let stores = crate::registry::attach_admission(stores, admission);
         ApiServer {
             scheme,
             stores,
@@ -150,6 +154,12 @@ impl ApiServer {
             }
         }
         Ok(())
+    }
+
+    /// Every served store with the facts of one of its versions (one entry
+    /// per kind and served version).
+    pub fn stores(&self) -> impl Iterator<Item = (&Store, &'static KindInfo)> {
+        self.stores.values().map(|(store, info)| (store, *info))
     }
 
     /// The scheme served.

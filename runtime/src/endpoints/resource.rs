@@ -20,7 +20,9 @@ use super::table::{self, IncludeObject};
 use super::{ApiServer, MAX_REQUEST_BODY_BYTES, Query, error_response, respond};
 use crate::error::{ApiError, ApiResult};
 use crate::meta::{Status, StatusDetails};
-use crate::registry::{FieldSelector, LabelSelector, ListParams, Preconditions, Store, WatchEvent};
+use crate::registry::{
+    DeleteOutcome, FieldSelector, LabelSelector, ListParams, Preconditions, Store, WatchEvent,
+};
 use crate::resource::KindInfo;
 
 /// Fields every kind can be selected by.
@@ -475,10 +477,14 @@ async fn update(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
 
 async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     let (pre, dry_run) = delete_options(ctx, req).await?;
-    let deleted = ctx
+    let deleted = match ctx
         .store
         .delete(&ctx.ri.namespace, &ctx.ri.name, &pre, dry_run)
-        .await?;
+        .await?
+    {
+        DeleteOutcome::Removed(obj) => obj,
+        DeleteOutcome::Terminating(obj) => return ctx.object_response(StatusCode::OK, &obj),
+    };
     let meta = crate::scheme::object_meta(&deleted);
     let status = Status::success(Some(StatusDetails {
         name: meta.name,

@@ -150,6 +150,9 @@ pub struct WatchCache {
     state: RwLock<State>,
     revision_tx: watch::Sender<Revision>,
     snapshots: Mutex<VecDeque<Snapshot>>,
+    /// Asks the reflector to re-list (when the backend's watch stopped
+    /// reporting progress, e.g. a resumed etcd watch with nothing to send).
+    resync: tokio::sync::Notify,
 }
 
 /// Reads a lock even if a panicking thread poisoned it (the state is only
@@ -189,6 +192,7 @@ impl WatchCache {
             }),
             revision_tx,
             snapshots: Mutex::new(VecDeque::new()),
+            resync: tokio::sync::Notify::new(),
         });
         let weak = Arc::downgrade(&cache);
         tokio::spawn(async move { reflect(weak, decode).await });
@@ -230,9 +234,20 @@ impl WatchCache {
 
     /// Waits until the cache has caught up with the backend's current
     /// revision (a consistent read).
+    ///
+    /// If the cache cannot catch up in time (its backend watch stopped
+    /// reporting progress), the reflector re-lists and the read waits once
+    /// more: a consistent read is never answered from a stale cache.
     pub async fn wait_consistent(&self) -> ApiResult<()> {
         let current = self.storage.current_revision().await?;
-        self.wait_for(current).await
+        match self.wait_for(current).await {
+            Err(e) if e.code() == 504 => {
+                tracing::warn!(prefix = %self.prefix, revision = current, "watch cache fell behind; re-listing");
+                self.resync.notify_one();
+                self.wait_for(current).await
+            }
+            other => other,
+        }
     }
 
     /// A snapshot of the current state (after the needed wait).
@@ -464,13 +479,19 @@ async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), S
         .await
         .map_err(|e| e.to_string())?;
     cache.replace(objects, list.revision);
-    while let Some(item) = stream.next().await {
+    loop {
+        let item = tokio::select! {
+            item = stream.next() => item,
+            () = cache.resync.notified() => return Err("re-list requested".into()),
+        };
+        let Some(item) = item else {
+            return Err("the storage watch ended".into());
+        };
         match item.map_err(|e| e.to_string())? {
             WatchItem::Event(ev) => cache.apply(ev, decode).map_err(|e| e.to_string())?,
             WatchItem::Progress(rev) => cache.progress(rev),
         }
     }
-    Err("the storage watch ended".into())
 }
 
 /// Watch caches by key prefix, shared by the stores of one server.

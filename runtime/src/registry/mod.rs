@@ -7,11 +7,15 @@
 //! set from the storage revision on every read.
 
 pub mod cache;
+mod lifecycle;
+mod lookup;
 mod selector;
 #[cfg(test)]
 mod tests;
 
 pub use cache::{CacheOptions, Caches};
+pub use lifecycle::DeleteOutcome;
+pub use lookup::{StoreLookup, StoreMap, attach_admission};
 pub use selector::{FieldSelector, LabelSelector};
 
 use std::sync::Arc;
@@ -21,6 +25,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 
+use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::meta::{Status, Time};
 use crate::resource::KindInfo;
@@ -36,6 +41,7 @@ pub struct Store {
     storage: Arc<dyn Storage>,
     prefix: String,
     cache: Option<Arc<cache::WatchCache>>,
+    admission: Arc<admission::Chain>,
 }
 
 /// What a list returns.
@@ -126,6 +132,7 @@ impl Store {
             storage,
             prefix,
             cache,
+            admission: Arc::new(admission::Chain::empty()),
         }
     }
 
@@ -230,6 +237,18 @@ impl Store {
                 }
             }
         }
+        let requested_name = crate::scheme::object_meta(&hub).name;
+        let mut hub = self
+            .admit_object(
+                Operation::Create,
+                namespace,
+                &requested_name,
+                hub,
+                None,
+                dry_run,
+            )
+            .await?;
+        let meta = metadata_mut(&mut hub)?;
         let name = meta
             .get("name")
             .and_then(Value::as_str)
@@ -280,6 +299,15 @@ impl Store {
             if !errs.is_empty() {
                 return Err(self.invalid(&name, &errs));
             }
+            self.validate_admission(
+                Operation::Create,
+                namespace,
+                &name,
+                Some(&hub),
+                None,
+                dry_run,
+            )
+            .await?;
             let value = self.encode(&hub)?;
             let key = self.key(namespace, &name);
             if dry_run {
@@ -575,6 +603,9 @@ impl Store {
             }
             let mut new = hub.clone();
             copy_immutable_meta(&mut new, &old)?;
+            let mut new = self
+                .admit_object(Operation::Update, namespace, name, new, Some(&old), dry_run)
+                .await?;
             self.kind
                 .prepare_for_update(&mut new, &old)
                 .map_err(Self::decode_err)?;
@@ -588,6 +619,15 @@ impl Store {
             if !errs.is_empty() {
                 return Err(self.invalid(name, &errs));
             }
+            self.validate_admission(
+                Operation::Update,
+                namespace,
+                name,
+                Some(&new),
+                Some(&old),
+                dry_run,
+            )
+            .await?;
             if dry_run {
                 let mut out = self.round_trip(&new)?;
                 set_resource_version(&mut out, current.mod_revision);
@@ -599,7 +639,7 @@ impl Store {
                 .update(&key, current.mod_revision, value)
                 .await?
             {
-                WriteOutcome::Done(kv) => return Ok((self.decode(&kv)?, false)),
+                WriteOutcome::Done(kv) => return Ok((self.after_update(&key, kv).await?, false)),
                 WriteOutcome::Conflict(_) if requested_rv.is_empty() => continue,
                 WriteOutcome::Conflict(_) => return Err(self.conflict(name)),
             }
@@ -616,15 +656,17 @@ impl Store {
         .into()
     }
 
-    /// Deletes an object; returns its last state.
+    /// Deletes an object: removes it, or, while finalizers hold it, marks
+    /// it terminating.
     pub async fn delete(
         &self,
         namespace: &str,
         name: &str,
         pre: &Preconditions,
         dry_run: bool,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<DeleteOutcome> {
         let key = self.key(namespace, name);
+        self.admit_delete(namespace, name, dry_run).await?;
         loop {
             let Some(current) = self.storage.get(&key, 0).await? else {
                 return Err(self.not_found(name));
@@ -659,11 +701,25 @@ impl Store {
                     )
                     .into());
             }
+            self.validate_admission(
+                Operation::Delete,
+                namespace,
+                name,
+                None,
+                Some(&obj),
+                dry_run,
+            )
+            .await?;
+            match self.graceful_delete(&key, &current, &obj, dry_run).await? {
+                lifecycle::Graceful::Immediate => {}
+                lifecycle::Graceful::Pending(obj) => return Ok(DeleteOutcome::Terminating(obj)),
+                lifecycle::Graceful::Retry => continue,
+            }
             if dry_run {
-                return Ok(obj);
+                return Ok(DeleteOutcome::Removed(obj));
             }
             match self.storage.delete(&key, Some(current.mod_revision)).await {
-                Ok(WriteOutcome::Done(_)) => return Ok(obj),
+                Ok(WriteOutcome::Done(_)) => return Ok(DeleteOutcome::Removed(obj)),
                 Ok(WriteOutcome::Conflict(_)) => continue,
                 Err(storage::Error::NotFound(_)) => return Err(self.not_found(name)),
                 Err(e) => return Err(e.into()),

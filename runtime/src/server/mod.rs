@@ -62,6 +62,8 @@ pub struct Config {
     pub storage_prefix: String,
     /// Watch cache settings; `None` serves reads from storage.
     pub watch_cache: Option<crate::registry::CacheOptions>,
+    /// The enabled admission plugins, in order.
+    pub admission: crate::admission::Plugins,
 }
 
 /// Starts serving and runs until `shutdown` completes, then shuts down
@@ -115,12 +117,14 @@ pub async fn run(
         admin_token: token,
         version,
         watch_cache: config.watch_cache.clone(),
+        admission: config.admission.clone(),
     };
-    let server = Arc::new(ApiServer::new(parts, stop_rx));
+    let server = Arc::new(ApiServer::new(parts, stop_rx.clone()));
     server
         .bootstrap()
         .await
         .map_err(|e| Error::Bootstrap(e.to_string()))?;
+    crate::controllers::start(&server, stop_rx.clone());
     let router = server.clone().router();
     tracing::info!(%url, kubeconfig = %kubeconfig_path.display(), "serving; use: kubectl --kubeconfig {}", kubeconfig_path.display());
 

@@ -1,0 +1,15 @@
+//! The server's own control loops, started with the server (kube runs
+//! them in kube-controller-manager; a standalone apiforge has no such
+//! process, so it carries the ones its API semantics need).
+//!
+//! - [`namespace`]: empties and removes deleted namespaces.
+
+pub mod namespace;
+
+use crate::endpoints::ApiServer;
+
+/// Starts every controller on the current tokio runtime; they stop when
+/// `shutdown` turns true.
+pub fn start(server: &ApiServer, shutdown: tokio::sync::watch::Receiver<bool>) {
+    namespace::start(server, shutdown);
+}
