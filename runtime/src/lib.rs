@@ -14,7 +14,8 @@
 //! - [`schema`]: publication of the declarative rules into OpenAPI schemas.
 //! - [`scheme`]: the registry of kinds and versions, and the type-erased
 //!   operations every layer above storage uses.
-//! - [`builtin`]: the runtime's own groups (core `v1` Namespace), declared
+//! - [`builtin`]: the runtime's own groups (core `v1` Namespace, ConfigMap,
+//!   Secret), declared
 //!   with the same macros as user groups.
 //! - [`openapi`], [`discovery`]: documents generated from the scheme (at
 //!   build time, by the binary's `build.rs`).
@@ -30,6 +31,7 @@
 //!   concurrency, watch translation).
 //! - [`endpoints`]: request parsing, the resource handlers, discovery,
 //!   OpenAPI, health.
+//! - [`protobuf`]: Kubernetes protobuf for the built-in kinds and Status.
 //! - [`server`]: options, TLS, the listener and the admin kubeconfig.
 //!
 //! Without `server` only the type-level half is built; that is what build
@@ -57,6 +59,8 @@ pub mod controllers;
 pub mod endpoints;
 #[cfg(feature = "server")]
 pub mod patch;
+#[cfg(feature = "server")]
+pub mod protobuf;
 #[cfg(feature = "server")]
 pub mod registry;
 #[cfg(feature = "server")]

@@ -50,9 +50,32 @@ pub struct VersionOps {
     decode: fn(Value) -> Result<Value, DecodeError>,
     encode: fn(&Value) -> Result<Value, DecodeError>,
     schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    protobuf: Option<ProtobufOps>,
+}
+
+/// The Kubernetes protobuf codec of one served version (see
+/// `crate::protobuf`). It works on the *versioned* JSON form, so it is just
+/// another serializer next to JSON and YAML: decoding yields the object as
+/// its JSON body would (then [`Kind::decode`] defaults and converts it),
+/// encoding starts from [`Kind::encode`]'s output. The bytes are the raw
+/// upstream message (e.g. `k8s.io.api.core.v1.ConfigMap`), without the
+/// `k8s\0` + `runtime.Unknown` envelope.
+#[derive(Clone, Copy)]
+pub struct ProtobufOps {
+    /// Raw message bytes → versioned JSON object.
+    pub decode: fn(&[u8]) -> Result<Value, DecodeError>,
+    /// Versioned JSON object → raw message bytes.
+    pub encode: fn(&Value) -> Result<Vec<u8>, DecodeError>,
+    /// Versioned JSON list (`metadata` + `items`) → raw list message bytes.
+    pub encode_list: fn(&Value) -> Result<Vec<u8>, DecodeError>,
 }
 
 impl VersionOps {
+    /// The protobuf codec of this version, if the kind supports protobuf.
+    pub fn protobuf(&self) -> Option<&ProtobufOps> {
+        self.protobuf.as_ref()
+    }
+
     /// The strategic-merge-patch metadata of this version's fields
     /// (`#[validate(patch_strategy = ..., patch_merge_key = ...)]`), read
     /// from its published OpenAPI schema.
@@ -193,7 +216,20 @@ impl<H: Strategy> KindBuilder<H> {
             decode: decode_version::<V, H>,
             encode: encode_version::<V, H>,
             schema: schema_of::<V>,
+            protobuf: None,
         });
+        self
+    }
+
+    /// Gives version `V` (already added) a Kubernetes protobuf codec.
+    pub fn protobuf<V: Resource>(mut self, ops: ProtobufOps) -> Self {
+        if let Some(v) = self
+            .versions
+            .iter_mut()
+            .find(|v| v.info.version == V::INFO.version)
+        {
+            v.protobuf = Some(ops);
+        }
         self
     }
 

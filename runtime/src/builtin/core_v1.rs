@@ -1,4 +1,14 @@
-//! Core (`""` group) `v1`: Namespace.
+//! Core (`""` group) `v1`: Namespace, ConfigMap and Secret. With the
+//! `server` feature they also speak Kubernetes protobuf
+//! ([`crate::protobuf`]).
+
+mod bytes;
+mod config_map;
+mod secret;
+
+pub use bytes::{ByteString, MAX_DATA_SIZE, is_config_map_key};
+pub use config_map::ConfigMap;
+pub use secret::{SECRET_TYPE_OPAQUE, Secret};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,12 +28,25 @@ pub fn install(scheme: &mut Scheme) {
         Group::new("", &["v1"])
             .model_prefix("io.k8s.api.core")
             .title("Kubernetes")
-            .kind(
-                KindBuilder::<Namespace>::new()
-                    .version::<Namespace>()
-                    .build(),
-            ),
+            .kind(with_protobuf(KindBuilder::<Namespace>::new().version::<Namespace>()).build())
+            .kind(with_protobuf(KindBuilder::<ConfigMap>::new().version::<ConfigMap>()).build())
+            .kind(with_protobuf(KindBuilder::<Secret>::new().version::<Secret>()).build()),
     );
+}
+
+/// Attaches the protobuf codec of `K` (server builds only).
+#[cfg(feature = "server")]
+fn with_protobuf<K>(builder: KindBuilder<K>) -> KindBuilder<K>
+where
+    K: Strategy + crate::protobuf::ProtobufKind,
+{
+    builder.protobuf::<K>(crate::protobuf::ops::<K>())
+}
+
+/// Without the server there is no protobuf codec.
+#[cfg(not(feature = "server"))]
+fn with_protobuf<K: Strategy>(builder: KindBuilder<K>) -> KindBuilder<K> {
+    builder
 }
 
 /// Namespace provides a scope for Names. Use of multiple namespaces is

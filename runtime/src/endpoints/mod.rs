@@ -4,6 +4,7 @@
 
 pub mod documents;
 pub mod negotiation;
+mod protobuf;
 pub mod request_info;
 mod resource;
 pub mod table;
@@ -187,6 +188,14 @@ pub(crate) fn respond(code: StatusCode, format: Format, value: &Value) -> Respon
         Format::Yaml => serde_saphyr::to_string(value)
             .map(Bytes::from)
             .map_err(|e| e.to_string()),
+        // Only a Status has a kind-independent protobuf form; objects go
+        // through their kind's codec (`protobuf::respond_object`).
+        Format::Protobuf => match value.get("kind").and_then(Value::as_str) {
+            Some("Status") => serde_json::from_value::<Status>(value.clone())
+                .map(|s| Bytes::from(crate::protobuf::status_body(&s)))
+                .map_err(|e| e.to_string()),
+            _ => Err("no protobuf serializer for this object".into()),
+        },
     };
     match body {
         Ok(body) => bytes_response(code, format.content_type(), body),

@@ -1,5 +1,5 @@
-//! Content negotiation: what the client accepts (JSON, YAML, Table,
-//! PartialObjectMetadata, aggregated discovery) and what it sent.
+//! Content negotiation: what the client accepts (JSON, YAML, protobuf,
+//! Table, PartialObjectMetadata, aggregated discovery) and what it sent.
 
 /// The serializer of a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -8,6 +8,9 @@ pub enum Format {
     Json,
     /// `application/yaml`.
     Yaml,
+    /// `application/vnd.kubernetes.protobuf` (only for kinds with a
+    /// protobuf codec, see [`Allowed::protobuf`]).
+    Protobuf,
 }
 
 impl Format {
@@ -16,6 +19,7 @@ impl Format {
         match self {
             Format::Json => "application/json",
             Format::Yaml => "application/yaml",
+            Format::Protobuf => "application/vnd.kubernetes.protobuf",
         }
     }
 }
@@ -90,6 +94,7 @@ fn format_of(media: &str) -> Option<Format> {
     match media {
         "application/json" | "application/*" | "*/*" => Some(Format::Json),
         "application/yaml" => Some(Format::Yaml),
+        "application/vnd.kubernetes.protobuf" => Some(Format::Protobuf),
         _ => None,
     }
 }
@@ -103,6 +108,10 @@ pub struct Allowed {
     pub discovery: bool,
     /// The response is a list (PartialObjectMetadataList instead of PartialObjectMetadata).
     pub list: bool,
+    /// The plain object may be written as protobuf (the kind has a
+    /// protobuf codec). Tables and PartialObjectMetadata are never protobuf
+    /// here; such clauses are skipped.
+    pub protobuf: bool,
 }
 
 /// Picks the response format and target, or `None` for 406.
@@ -118,6 +127,9 @@ pub fn negotiate(accept: Option<&str>, allowed: Allowed) -> Option<(Format, Targ
         let Some(format) = format_of(&clause.media) else {
             continue;
         };
+        if format == Format::Protobuf && (!allowed.protobuf || clause.param("as").is_some()) {
+            continue;
+        }
         let target = match clause.param("as") {
             None => Target::Object,
             Some(kind) => {
@@ -162,7 +174,8 @@ pub fn negotiate(accept: Option<&str>, allowed: Allowed) -> Option<(Format, Targ
     None
 }
 
-/// The decoder of a request body, by Content-Type; `None` means 415.
+/// The decoder of a request body, by Content-Type; `None` means 415 (so
+/// does [`Format::Protobuf`] for a kind without a protobuf codec).
 pub fn body_format(content_type: Option<&str>) -> Option<Format> {
     let Some(ct) = content_type else {
         return Some(Format::Json);
@@ -176,6 +189,7 @@ pub fn body_format(content_type: Option<&str>) -> Option<Format> {
     match media.as_str() {
         "" | "application/json" => Some(Format::Json),
         "application/yaml" => Some(Format::Yaml),
+        "application/vnd.kubernetes.protobuf" => Some(Format::Protobuf),
         _ => None,
     }
 }
@@ -188,6 +202,7 @@ mod tests {
         meta_targets: true,
         discovery: false,
         list: true,
+        protobuf: false,
     };
 
     #[test]
@@ -228,6 +243,33 @@ mod tests {
                 RESOURCE
             ),
             Some((Format::Json, Target::Object))
+        );
+    }
+
+    #[test]
+    fn protobuf_for_capable_kinds() {
+        let pb = Allowed {
+            protobuf: true,
+            ..RESOURCE
+        };
+        let client_go = "application/vnd.kubernetes.protobuf, application/json";
+        assert_eq!(
+            negotiate(Some(client_go), pb),
+            Some((Format::Protobuf, Target::Object))
+        );
+        assert_eq!(
+            negotiate(Some("application/vnd.kubernetes.protobuf"), pb),
+            Some((Format::Protobuf, Target::Object))
+        );
+        // Tables are never protobuf; metadata-only protobuf falls through.
+        let meta = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            negotiate(Some(meta), pb),
+            Some((Format::Json, Target::PartialObjectMetadataList("v1".into())))
+        );
+        assert_eq!(
+            body_format(Some("application/vnd.kubernetes.protobuf")),
+            Some(Format::Protobuf)
         );
     }
 

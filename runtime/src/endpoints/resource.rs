@@ -15,6 +15,7 @@ use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
 use super::negotiation::{self, Allowed, Format, Target};
+use super::protobuf;
 use super::request_info::RequestInfo;
 use super::table::{self, IncludeObject};
 use super::{ApiServer, MAX_REQUEST_BODY_BYTES, Query, error_response, respond};
@@ -81,7 +82,9 @@ pub(super) async fn handle(
         "deletecollection" => patching::delete_collection(&ctx, req).await,
         _ => Err(Status::method_not_allowed(req.method().as_str(), info.group, info.plural).into()),
     };
-    let mut resp = result.unwrap_or_else(|e| error_response(&e));
+    let mut resp = result.unwrap_or_else(|e| {
+        protobuf::error_negotiated(&e, ctx.accept.as_deref(), ctx.protobuf().is_some())
+    });
     patching::add_warnings(&ctx, &mut resp);
     resp
 }
@@ -101,9 +104,16 @@ impl Ctx<'_> {
                 meta_targets: true,
                 discovery: false,
                 list,
+                protobuf: self.protobuf().is_some(),
             },
         )
         .ok_or_else(not_acceptable)
+    }
+
+    /// The protobuf codec of the requested version, if the kind has one.
+    fn protobuf(&self) -> Option<&crate::scheme::ProtobufOps> {
+        let ops = self.store.kind().version(self.info.version)?;
+        ops.protobuf()
     }
 
     fn encode(&self, hub: &Value) -> ApiResult<Value> {
@@ -140,7 +150,13 @@ impl Ctx<'_> {
             Target::PartialObjectMetadata(v) => table::partial_metadata(&obj, &v),
             _ => obj,
         };
-        Ok(respond(code, format, &body))
+        Ok(protobuf::respond_object(
+            code,
+            format,
+            self.protobuf(),
+            &body,
+            false,
+        ))
     }
 }
 
@@ -298,12 +314,27 @@ async fn list(ctx: &Ctx<'_>) -> ApiResult<Response> {
             "items": items,
         }),
     };
-    Ok(respond(StatusCode::OK, format, &body))
+    Ok(protobuf::respond_object(
+        StatusCode::OK,
+        format,
+        ctx.protobuf(),
+        &body,
+        true,
+    ))
 }
 
 async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
     let params = parse_list_params(ctx)?;
-    let (format, target) = ctx.negotiate(false)?;
+    // Watch streams are JSON only: a client preferring protobuf gets its
+    // JSON clause (client-go decodes by the response Content-Type).
+    let (format, target) = negotiation::negotiate(
+        ctx.accept.as_deref(),
+        Allowed {
+            meta_targets: true,
+            ..Default::default()
+        },
+    )
+    .ok_or_else(not_acceptable)?;
     if format != Format::Json {
         return Err(not_acceptable());
     }
@@ -391,11 +422,9 @@ async fn read_body(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let format = negotiation::body_format(content_type.as_deref()).ok_or_else(|| {
-        ApiError::from(Status::unsupported_media_type(
-            content_type.as_deref().unwrap_or_default(),
-        ))
-    })?;
+    let format = negotiation::body_format(content_type.as_deref())
+        .filter(|f| *f != Format::Protobuf || ctx.protobuf().is_some())
+        .ok_or_else(|| protobuf::unsupported_media_type(ctx.protobuf().is_some()))?;
     let bytes = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
         .await
         .map_err(|_| {
@@ -417,6 +446,7 @@ async fn read_body(
             let text = std::str::from_utf8(&bytes).map_err(|e| cannot_handle(e.to_string()))?;
             serde_saphyr::from_str(text).map_err(|e| cannot_handle(e.to_string()))?
         }
+        Format::Protobuf => protobuf::decode_body(ctx.protobuf(), &bytes).map_err(cannot_handle)?,
     };
     if !value.is_object() {
         return Err(cannot_handle("the body must be a JSON object".into()));

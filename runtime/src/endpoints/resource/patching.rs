@@ -106,7 +106,7 @@ pub(super) fn field_issues(
     match format {
         Format::Json => fields::check_json(bytes, &root, true)
             .unwrap_or_else(|_| fields::check_value(value, &root, true)),
-        Format::Yaml => fields::check_value(value, &root, true),
+        Format::Yaml | Format::Protobuf => fields::check_value(value, &root, true),
     }
 }
 
