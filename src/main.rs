@@ -1,7 +1,8 @@
 //! The `apiforge` binary: serves the compiled-in API groups.
 //!
 //! `apiforge serve` runs the API server (flags follow kube-apiserver's);
-//! `apiforge openapi --out DIR` writes the generated OpenAPI documents.
+//! `apiforge openapi --out DIR` writes the generated OpenAPI documents
+//! (`DIR/swagger.json` and `DIR/v3/*.json`, as Kubernetes' `api/openapi-spec`).
 
 mod admission;
 mod options;
@@ -113,6 +114,14 @@ async fn shutdown_signal() {
 
 fn write_openapi(out: &std::path::Path) -> anyhow::Result<()> {
     let bundle: serde_json::Value = serde_json::from_str(DOCUMENTS)?;
+    let v2 = bundle
+        .get("openapi_v2")
+        .context("bundle has no openapi_v2")?;
+    std::fs::create_dir_all(out)?;
+    let file = out.join("swagger.json");
+    let mut text = serde_json::to_string_pretty(v2)?;
+    text.push('\n');
+    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
     let docs = bundle["openapi_v3"]
         .as_object()
         .context("bundle has no openapi_v3")?;

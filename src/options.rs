@@ -20,13 +20,13 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Run the API server.
     Serve(Box<ServeOptions>),
-    /// Write the OpenAPI v3 documents of the compiled-in groups.
+    /// Write the OpenAPI v2 and v3 documents of the compiled-in groups.
     Openapi(OpenapiOptions),
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct OpenapiOptions {
-    /// Directory to write into (`<out>/v3/apis__<group>__<version>_openapi.json`).
+    /// Directory to write into (`<out>/swagger.json`, `<out>/v3/apis__<group>__<version>_openapi.json`).
     #[arg(long, default_value = "openapi")]
     pub(crate) out: PathBuf,
 }

@@ -30,6 +30,7 @@ fn checked_in_openapi_is_current() {
     };
     if update {
         let _ = std::fs::remove_dir_all(out_dir.join("v3"));
+        let _ = std::fs::remove_file(out_dir.join("swagger.json"));
     }
     let status = Command::new(env!("CARGO_BIN_EXE_apiforge"))
         .args(["openapi", "--out"])
@@ -52,4 +53,11 @@ fn checked_in_openapi_is_current() {
             "openapi/v3/{name} is stale: run `cargo run -- openapi --out openapi`"
         );
     }
+    let read = |dir: &Path| std::fs::read_to_string(dir.join("swagger.json")).unwrap_or_default();
+    let fresh_v2 = read(&out_dir);
+    assert!(!fresh_v2.is_empty(), "no swagger.json generated");
+    assert!(
+        fresh_v2 == read(&repo.join("openapi")),
+        "openapi/swagger.json is stale: run `cargo run -- openapi --out openapi`"
+    );
 }

@@ -18,7 +18,7 @@
 //!   Secret), declared
 //!   with the same macros as user groups.
 //! - [`openapi`], [`discovery`]: documents generated from the scheme (at
-//!   build time, by the binary's `build.rs`).
+//!   build time, by the binary's `build.rs`); [`bundle`] puts them together.
 //!
 //! With the `server` feature (default):
 //! - [`admission`]: the admission chain (mutating then validating plugins)
@@ -33,6 +33,7 @@
 //!   OpenAPI, health.
 //! - [`protobuf`]: Kubernetes protobuf for the built-in kinds and Status.
 //! - [`server`]: options, TLS, the listener and the admin kubeconfig.
+//! - [`warning`]: `Warning: 299` response headers recorded during a request.
 //!
 //! Without `server` only the type-level half is built; that is what build
 //! scripts link.
@@ -40,6 +41,7 @@
 extern crate self as apiforge_runtime;
 
 pub mod builtin;
+pub mod bundle;
 pub mod cel;
 pub mod discovery;
 #[cfg(feature = "server")]
@@ -67,6 +69,8 @@ pub mod registry;
 pub mod server;
 #[cfg(feature = "server")]
 pub mod storage;
+#[cfg(feature = "server")]
+pub mod warning;
 
 pub use apiforge_macros::{Convert, Resource, Validate};
 

@@ -2,7 +2,10 @@
 //! as kube-apiserver serves them under `/openapi/v3/apis/<group>/<version>`.
 //!
 //! Pure functions of the [`Scheme`]: `build.rs` calls them at build time and
-//! the server serves the result from memory.
+//! the server serves the result from memory. [`v2`] merges them into the
+//! Swagger 2.0 document of `/openapi/v2`.
+
+pub mod v2;
 
 use serde_json::{Map, Value, json};
 

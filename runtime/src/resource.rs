@@ -242,4 +242,162 @@ pub trait Strategy: Resource {
     fn allow_unconditional_update() -> bool {
         false
     }
+
+    /// Normalizes the object after preparation, on create and update (the
+    /// generic apiserver's `Canonicalize`: sort lists whose order carries
+    /// no meaning, lower-case case-insensitive values, ...). Default: nothing.
+    fn canonicalize(&mut self) {}
+
+    /// Warnings to return with a successful create (sent as `Warning: 299`
+    /// headers, printed by kubectl), e.g. about deprecated fields. Default:
+    /// none.
+    fn warnings_on_create(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Warnings to return with a successful update. Default: none.
+    fn warnings_on_update(&self, old: &Self) -> Vec<String> {
+        let _ = old;
+        Vec::new()
+    }
+
+    /// Whether `metadata.generation` is 1 on create and grows by one on
+    /// every update that changes something outside `metadata` and `status`
+    /// (what CRDs and most built-in kinds do). Default: true when the kind
+    /// has the status subresource (`#[resource(subresource_status)]`), as
+    /// for CustomResourceDefinitions; false otherwise.
+    fn bump_generation_on_spec_change() -> bool {
+        Self::INFO.subresources.status
+    }
+
+    /// Clears the status of a new object: with the status subresource, a
+    /// create may not set status (`status` is only written through
+    /// `/status`). A helper for [`Strategy::prepare_for_create`] overrides;
+    /// the default `prepare_for_create` does not call it. Default: when the
+    /// kind has the status subresource, the object's `status` becomes its
+    /// default value; otherwise nothing.
+    fn reset_status_on_create(&mut self) {
+        if !Self::INFO.subresources.status {
+            return;
+        }
+        if let Ok(mut value) = serde_json::to_value(&*self) {
+            if let Some(map) = value.as_object_mut() {
+                map.remove("status");
+            }
+            if let Ok(reset) = serde_json::from_value(value) {
+                *self = reset;
+            }
+        }
+    }
+
+    /// Prepares a write to the `/status` subresource: everything but
+    /// `status` comes from `old` (spec and metadata are not writable there).
+    /// Default: `old` with this object's `status`.
+    fn prepare_status_update(&mut self, old: &Self) {
+        let (Ok(new), Ok(mut merged)) = (serde_json::to_value(&*self), serde_json::to_value(old))
+        else {
+            return;
+        };
+        if let Some(map) = merged.as_object_mut() {
+            match new.get("status") {
+                Some(status) => {
+                    map.insert("status".into(), status.clone());
+                }
+                None => {
+                    map.remove("status");
+                }
+            }
+        }
+        if let Ok(prepared) = serde_json::from_value(merged) {
+            *self = prepared;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+    use serde_json::json;
+
+    use super::*;
+    use crate::scheme::KindBuilder;
+
+    /// A kind that overrides the new hooks.
+    #[derive(
+        Clone,
+        Debug,
+        Default,
+        PartialEq,
+        Serialize,
+        Deserialize,
+        schemars::JsonSchema,
+        crate::Resource,
+    )]
+    #[resource(group = "hooks.example.com", version = "v1", namespaced)]
+    struct Widget {
+        #[serde(default)]
+        metadata: ObjectMeta,
+        #[serde(default)]
+        spec: WidgetSpec,
+    }
+
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    struct WidgetSpec {
+        #[serde(default)]
+        colors: Vec<String>,
+    }
+
+    impl Strategy for Widget {
+        fn canonicalize(&mut self) {
+            for c in &mut self.spec.colors {
+                *c = c.to_lowercase();
+            }
+            self.spec.colors.sort();
+        }
+
+        fn warnings_on_create(&self) -> Vec<String> {
+            if self.spec.colors.is_empty() {
+                vec!["spec.colors: no colors".into()]
+            } else {
+                Vec::new()
+            }
+        }
+
+        fn warnings_on_update(&self, old: &Self) -> Vec<String> {
+            if self.spec.colors.len() < old.spec.colors.len() {
+                vec!["spec.colors: colors removed".into()]
+            } else {
+                Vec::new()
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_status_subresource() {
+        assert!(!Widget::bump_generation_on_spec_change());
+        let mut w = Widget::default();
+        w.spec.colors = vec!["B".into()];
+        let before = w.clone();
+        w.reset_status_on_create();
+        assert_eq!(w, before, "no status subresource: nothing to reset");
+    }
+
+    #[test]
+    fn erased_kind_runs_the_overrides() {
+        let kind = KindBuilder::<Widget>::new().version::<Widget>().build();
+        let mut v = json!({"metadata": {"name": "w"}, "spec": {"colors": ["Red", "BLUE"]}});
+        kind.prepare_for_create(&mut v).expect("prepare");
+        assert_eq!(v["spec"]["colors"], json!(["blue", "red"]), "canonicalized");
+        assert!(kind.warnings_on_create(&v).expect("warnings").is_empty());
+        let empty = json!({"metadata": {"name": "w"}, "spec": {}});
+        assert_eq!(
+            kind.warnings_on_create(&empty).expect("warnings"),
+            ["spec.colors: no colors"]
+        );
+        assert_eq!(
+            kind.warnings_on_update(&empty, &v).expect("warnings"),
+            ["spec.colors: colors removed"]
+        );
+        assert!(!kind.bump_generation_on_spec_change());
+    }
 }

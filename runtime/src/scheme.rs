@@ -140,6 +140,8 @@ type HubValidate = fn(&Value) -> Result<ErrorList, DecodeError>;
 type HubValidateUpdate = fn(&Value, &Value) -> Result<ErrorList, DecodeError>;
 type HubPrepare = fn(&mut Value) -> Result<(), DecodeError>;
 type HubPrepareUpdate = fn(&mut Value, &Value) -> Result<(), DecodeError>;
+type HubWarnings = fn(&Value) -> Result<Vec<String>, DecodeError>;
+type HubWarningsUpdate = fn(&Value, &Value) -> Result<Vec<String>, DecodeError>;
 
 /// A kind with all its versions, type-erased.
 #[derive(Clone)]
@@ -152,6 +154,12 @@ pub struct Kind {
     prepare_for_update: HubPrepareUpdate,
     allow_create_on_update: bool,
     allow_unconditional_update: bool,
+    canonicalize: HubPrepare,
+    warnings_on_create: HubWarnings,
+    warnings_on_update: HubWarningsUpdate,
+    bump_generation: bool,
+    reset_status: HubPrepare,
+    prepare_status_update: HubPrepareUpdate,
 }
 
 fn hub_validate<H: Strategy>(v: &Value) -> Result<ErrorList, DecodeError> {
@@ -172,6 +180,7 @@ fn hub_prepare<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
     let mut h: H =
         serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
     h.prepare_for_create();
+    h.canonicalize();
     *v = serde_json::to_value(&h).map_err(|e| DecodeError::Invalid(e.to_string()))?;
     Ok(())
 }
@@ -182,7 +191,45 @@ fn hub_prepare_update<H: Strategy>(v: &mut Value, old: &Value) -> Result<(), Dec
     let o: H =
         serde_json::from_value(old.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
     h.prepare_for_update(&o);
+    h.canonicalize();
     *v = serde_json::to_value(&h).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(())
+}
+
+fn from_value<H: Strategy>(v: &Value) -> Result<H, DecodeError> {
+    serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))
+}
+
+fn to_value<H: Strategy>(h: &H) -> Result<Value, DecodeError> {
+    serde_json::to_value(h).map_err(|e| DecodeError::Invalid(e.to_string()))
+}
+
+fn hub_canonicalize<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
+    let mut h: H = from_value(v)?;
+    h.canonicalize();
+    *v = to_value(&h)?;
+    Ok(())
+}
+
+fn hub_warnings<H: Strategy>(v: &Value) -> Result<Vec<String>, DecodeError> {
+    Ok(from_value::<H>(v)?.warnings_on_create())
+}
+
+fn hub_warnings_update<H: Strategy>(v: &Value, old: &Value) -> Result<Vec<String>, DecodeError> {
+    Ok(from_value::<H>(v)?.warnings_on_update(&from_value::<H>(old)?))
+}
+
+fn hub_reset_status<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
+    let mut h: H = from_value(v)?;
+    h.reset_status_on_create();
+    *v = to_value(&h)?;
+    Ok(())
+}
+
+fn hub_prepare_status_update<H: Strategy>(v: &mut Value, old: &Value) -> Result<(), DecodeError> {
+    let mut h: H = from_value(v)?;
+    h.prepare_status_update(&from_value::<H>(old)?);
+    *v = to_value(&h)?;
     Ok(())
 }
 
@@ -255,6 +302,12 @@ impl<H: Strategy> KindBuilder<H> {
             prepare_for_update: hub_prepare_update::<H>,
             allow_create_on_update: H::allow_create_on_update(),
             allow_unconditional_update: H::allow_unconditional_update(),
+            canonicalize: hub_canonicalize::<H>,
+            warnings_on_create: hub_warnings::<H>,
+            warnings_on_update: hub_warnings_update::<H>,
+            bump_generation: H::bump_generation_on_spec_change(),
+            reset_status: hub_reset_status::<H>,
+            prepare_status_update: hub_prepare_status_update::<H>,
         }
     }
 }
@@ -314,12 +367,12 @@ impl Kind {
         (self.validate_update)(hub, old)
     }
 
-    /// Runs the strategy's create preparation.
+    /// Runs the strategy's create preparation, then its canonicalization.
     pub fn prepare_for_create(&self, hub: &mut Value) -> Result<(), DecodeError> {
         (self.prepare_for_create)(hub)
     }
 
-    /// Runs the strategy's update preparation.
+    /// Runs the strategy's update preparation, then its canonicalization.
     pub fn prepare_for_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
         (self.prepare_for_update)(hub, old)
     }
@@ -332,6 +385,39 @@ impl Kind {
     /// Whether a PUT without a resourceVersion is allowed.
     pub fn allow_unconditional_update(&self) -> bool {
         self.allow_unconditional_update
+    }
+
+    /// Runs the strategy's canonicalization alone (the prepare methods
+    /// already include it).
+    pub fn canonicalize(&self, hub: &mut Value) -> Result<(), DecodeError> {
+        (self.canonicalize)(hub)
+    }
+
+    /// The strategy's warnings for creating `hub`.
+    pub fn warnings_on_create(&self, hub: &Value) -> Result<Vec<String>, DecodeError> {
+        (self.warnings_on_create)(hub)
+    }
+
+    /// The strategy's warnings for updating `old` to `hub`.
+    pub fn warnings_on_update(&self, hub: &Value, old: &Value) -> Result<Vec<String>, DecodeError> {
+        (self.warnings_on_update)(hub, old)
+    }
+
+    /// Whether `metadata.generation` tracks changes outside metadata and
+    /// status ([`Strategy::bump_generation_on_spec_change`]).
+    pub fn bump_generation_on_spec_change(&self) -> bool {
+        self.bump_generation
+    }
+
+    /// Runs the strategy's [`Strategy::reset_status_on_create`].
+    pub fn reset_status_on_create(&self, hub: &mut Value) -> Result<(), DecodeError> {
+        (self.reset_status)(hub)
+    }
+
+    /// Runs the strategy's [`Strategy::prepare_status_update`]: keeps
+    /// everything but `status` from `old`.
+    pub fn prepare_status_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
+        (self.prepare_status_update)(hub, old)
     }
 }
 

@@ -184,3 +184,40 @@ fn schema_publishes_the_rules() {
         ]
     );
 }
+
+#[test]
+fn strategy_hooks() {
+    let mysql5 = db(json!({"engine": "mysql", "version": "5.7", "replicas": 2}));
+    assert_eq!(
+        mysql5.warnings_on_create(),
+        [
+            "spec.version: MySQL 5.7 is end of life; use 8.0 or later",
+            "spec.backup: a replicated database without backups"
+        ]
+    );
+    let modern = db(json!({"engine": "postgres", "version": "16.2"}));
+    assert!(modern.warnings_on_create().is_empty());
+    assert!(modern.warnings_on_update(&mysql5).is_empty());
+    // the status subresource makes generation track spec changes
+    assert!(v1::Database::bump_generation_on_spec_change());
+    assert!(kind().bump_generation_on_spec_change());
+
+    let mut with_status = modern.clone();
+    with_status.status = Some(v1::DatabaseStatus {
+        phase: "Running".into(),
+        ..Default::default()
+    });
+    let mut created = with_status.clone();
+    created.reset_status_on_create();
+    assert_eq!(created.status, None);
+    assert_eq!(created.spec, with_status.spec);
+
+    // a status write keeps spec and metadata from the stored object
+    let mut status_write = mysql5.clone();
+    status_write.metadata.name = "other".into();
+    status_write.status = with_status.status.clone();
+    status_write.prepare_status_update(&modern);
+    assert_eq!(status_write.spec, modern.spec);
+    assert_eq!(status_write.metadata, modern.metadata);
+    assert_eq!(status_write.status, with_status.status);
+}

@@ -1,6 +1,7 @@
 //! `showcase.apiforge.dev/v1`: the hub and storage version of `Database`.
 
 use apiforge_runtime::meta::{ObjectMeta, Time};
+use apiforge_runtime::resource::Strategy;
 use apiforge_runtime::{Resource, Validate};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -25,8 +26,7 @@ use serde::{Deserialize, Serialize};
         spec_replicas_path = ".spec.replicas",
         status_replicas_path = ".status.replicas",
         label_selector_path = ".status.selector"
-    ),
-    default_strategy
+    )
 )]
 #[validate(cel(
     rule = "self.spec.engine != 'mysql' || !has(self.spec.replicas) || self.spec.replicas <= 3",
@@ -42,6 +42,36 @@ pub struct Database {
     /// The observed state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<DatabaseStatus>,
+}
+
+/// The hand-written strategy: every hook keeps its default (generated
+/// defaulting and validation; `metadata.generation` bumps on spec changes
+/// because of the status subresource) except the warnings.
+impl Strategy for Database {
+    fn warnings_on_create(&self) -> Vec<String> {
+        self.spec.warnings()
+    }
+
+    fn warnings_on_update(&self, _old: &Self) -> Vec<String> {
+        self.spec.warnings()
+    }
+}
+
+impl DatabaseSpec {
+    /// Warnings about a valid but questionable spec.
+    fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.engine == Engine::Mysql && self.version.starts_with("5.") {
+            out.push(format!(
+                "spec.version: MySQL {} is end of life; use 8.0 or later",
+                self.version
+            ));
+        }
+        if self.backup.is_none() && self.replicas.unwrap_or(1) > 1 {
+            out.push("spec.backup: a replicated database without backups".to_string());
+        }
+        out
+    }
 }
 
 /// A database engine.

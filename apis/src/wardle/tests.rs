@@ -120,3 +120,10 @@ fn openapi_names_and_list_type() {
             .is_some()
     );
 }
+
+#[test]
+fn wardle_does_not_bump_generation() {
+    for kind in &super::group().kinds {
+        assert!(!kind.bump_generation_on_spec_change());
+    }
+}

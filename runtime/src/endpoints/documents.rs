@@ -1,7 +1,9 @@
 //! The generated discovery and OpenAPI documents, served from memory.
 //!
-//! `build.rs` of the binary writes them as one JSON bundle; [`Documents::from_bundle`]
-//! turns it into ready-to-send bytes with their ETags.
+//! `build.rs` of the binary writes them as one JSON bundle
+//! ([`crate::bundle::build`]); [`Documents::from_bundle`] turns it into
+//! ready-to-send bytes with their ETags. [`Documents::from_scheme`] does
+//! both at run time, for programs that assemble their scheme themselves.
 
 use std::collections::HashMap;
 
@@ -47,6 +49,8 @@ pub struct Documents {
     pub openapi_v3: HashMap<String, Document>,
     /// `/openapi/v3` index.
     pub openapi_v3_index: Option<Document>,
+    /// `/openapi/v2` (Swagger 2.0, JSON).
+    pub openapi_v2: Option<Document>,
 }
 
 /// The bundle was not what `build.rs` writes.
@@ -58,6 +62,17 @@ impl Documents {
     /// Parses the bundle written by `build.rs`.
     pub fn from_bundle(bundle: &str) -> Result<Self, BundleError> {
         let v: Value = serde_json::from_str(bundle).map_err(|e| BundleError(e.to_string()))?;
+        Self::from_value(&v)
+    }
+
+    /// Generates every document of `scheme` now (what `build.rs` does at
+    /// build time for the `apiforge` binary).
+    pub fn from_scheme(scheme: &crate::scheme::Scheme) -> Result<Self, BundleError> {
+        Self::from_value(&crate::bundle::build(scheme))
+    }
+
+    /// Reads a bundle value ([`crate::bundle::build`]).
+    pub fn from_value(v: &Value) -> Result<Self, BundleError> {
         let d = &v["discovery"];
         let map_of = |v: &Value| -> HashMap<String, Document> {
             v.as_object()
@@ -74,6 +89,7 @@ impl Documents {
             groups: map_of(&d["groups"]),
             resource_lists: map_of(&d["resource_lists"]),
             openapi_v3: map_of(&v["openapi_v3"]),
+            openapi_v2: v.get("openapi_v2").map(Document::new),
             ..Default::default()
         };
         for root in ["api", "apis"] {

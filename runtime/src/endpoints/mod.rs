@@ -4,6 +4,7 @@
 
 pub mod documents;
 pub mod negotiation;
+mod openapi_v2;
 mod protobuf;
 pub mod request_info;
 mod resource;
@@ -271,7 +272,7 @@ async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Respons
         .is_some_and(|v| v != "false" && v != "0");
     let info = request_info::parse(req.method(), &path, watch);
     if info.is_resource_request {
-        return resource::handle(server, info, params, req).await;
+        return crate::warning::record(resource::handle(server, info, params, req)).await;
     }
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
         return error_response(&Status::path_not_found().into());
@@ -295,6 +296,7 @@ async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Respons
         ),
         "/api" | "/apis" => discovery_root(&server, &req, path.trim_start_matches('/')),
         "/openapi/v3" => document(&req, server.docs.openapi_v3_index.as_ref(), false),
+        "/openapi/v2" => openapi_v2::serve(&req, server.docs.openapi_v2.as_ref()),
         _ => {
             if let Some(rest) = path.strip_prefix("/openapi/v3/") {
                 return document(

@@ -57,6 +57,9 @@ pub(super) async fn handle(
     {
         return error_response(&Status::path_not_found().into());
     }
+    if let Some(warning) = info.warning() {
+        crate::warning::add(warning);
+    }
     let accept = req
         .headers()
         .get(header::ACCEPT)

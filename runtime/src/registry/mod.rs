@@ -7,6 +7,7 @@
 //! set from the storage revision on every read.
 
 pub mod cache;
+mod hooks;
 mod lifecycle;
 mod lookup;
 mod selector;
@@ -278,6 +279,7 @@ impl Store {
         self.kind
             .prepare_for_create(&mut hub)
             .map_err(Self::decode_err)?;
+        self.initial_generation(&mut hub)?;
 
         let attempts = if name.is_empty() && !generate_name.is_empty() {
             8
@@ -308,6 +310,7 @@ impl Store {
                 dry_run,
             )
             .await?;
+            self.warn_create(&hub)?;
             let value = self.encode(&hub)?;
             let key = self.key(namespace, &name);
             if dry_run {
@@ -609,6 +612,7 @@ impl Store {
             self.kind
                 .prepare_for_update(&mut new, &old)
                 .map_err(Self::decode_err)?;
+            self.next_generation(&mut new, &old)?;
             let mut errs = self
                 .kind
                 .validate_update(&new, &old)
@@ -628,6 +632,7 @@ impl Store {
                 dry_run,
             )
             .await?;
+            self.warn_update(&new, &old)?;
             if dry_run {
                 let mut out = self.round_trip(&new)?;
                 set_resource_version(&mut out, current.mod_revision);
