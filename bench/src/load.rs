@@ -1,0 +1,151 @@
+//! Closed-loop load: N keep-alive connections, each a task sending
+//! requests back to back for a fixed duration, latencies in an HDR
+//! histogram.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use tokio::sync::Barrier;
+
+use crate::client::{Conn, Target};
+
+/// One kind of request a load worker repeats.
+pub(crate) trait Op: Send + Sync + 'static {
+    /// Sends one request on `conn` for worker `worker`; returns the number
+    /// of response bytes.
+    fn call(
+        &self,
+        worker: usize,
+        conn: &mut Conn,
+    ) -> impl Future<Output = anyhow::Result<u64>> + Send;
+}
+
+/// A new latency histogram (microseconds, 1 µs .. 1 h, 3 digits).
+pub(crate) fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("constant histogram bounds are valid")
+}
+
+/// What one load run measured.
+pub(crate) struct LoadResult {
+    /// Successful requests.
+    pub(crate) requests: u64,
+    /// Failed requests.
+    pub(crate) errors: u64,
+    /// Response bytes of successful requests.
+    pub(crate) bytes: u64,
+    /// Wall time of the run.
+    pub(crate) elapsed: Duration,
+    /// Latencies of successful requests (µs).
+    pub(crate) hist: Histogram<u64>,
+    /// The first error seen.
+    pub(crate) first_error: Option<String>,
+}
+
+impl LoadResult {
+    /// Successful requests per second.
+    pub(crate) fn rate(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Response bytes per second.
+    pub(crate) fn byte_rate(&self) -> f64 {
+        self.bytes as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// A latency quantile in milliseconds.
+    pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
+        self.hist.value_at_quantile(q) as f64 / 1000.0
+    }
+
+    /// The maximum latency in milliseconds.
+    pub(crate) fn max_ms(&self) -> f64 {
+        self.hist.max() as f64 / 1000.0
+    }
+}
+
+/// Runs `op` on `conns` connections for `duration`.
+pub(crate) async fn run<O: Op>(
+    target: &Target,
+    conns: usize,
+    duration: Duration,
+    op: Arc<O>,
+) -> anyhow::Result<LoadResult> {
+    let mut connections = Vec::with_capacity(conns);
+    for _ in 0..conns {
+        connections.push(Conn::connect(target).await?);
+    }
+    let barrier = Arc::new(Barrier::new(conns + 1));
+    let mut tasks = Vec::with_capacity(conns);
+    for (worker, mut conn) in connections.into_iter().enumerate() {
+        let barrier = barrier.clone();
+        let op = op.clone();
+        let target = target.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut hist = histogram();
+            let (mut requests, mut errors, mut bytes) = (0u64, 0u64, 0u64);
+            let mut first_error = None;
+            barrier.wait().await;
+            let deadline = Instant::now() + duration;
+            while Instant::now() < deadline {
+                let t0 = Instant::now();
+                match op.call(worker, &mut conn).await {
+                    Ok(n) => {
+                        let _ = hist.record((t0.elapsed().as_micros() as u64).max(1));
+                        requests += 1;
+                        bytes += n;
+                    }
+                    Err(e) => {
+                        errors += 1;
+                        first_error.get_or_insert_with(|| format!("{e:#}"));
+                        if conn.is_closed() {
+                            match Conn::connect(&target).await {
+                                Ok(c) => conn = c,
+                                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                            }
+                        }
+                    }
+                }
+            }
+            (hist, requests, errors, bytes, first_error)
+        }));
+    }
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut total = LoadResult {
+        requests: 0,
+        errors: 0,
+        bytes: 0,
+        elapsed: Duration::ZERO,
+        hist: histogram(),
+        first_error: None,
+    };
+    for task in tasks {
+        let (hist, requests, errors, bytes, first_error) = task.await?;
+        let _ = total.hist.add(&hist);
+        total.requests += requests;
+        total.errors += errors;
+        total.bytes += bytes;
+        if total.first_error.is_none() {
+            total.first_error = first_error;
+        }
+    }
+    total.elapsed = started.elapsed();
+    Ok(total)
+}
+
+/// The median of `values` (NaN when empty).
+pub(crate) fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}

@@ -1,0 +1,150 @@
+//! `apiforge-bench`: measures a release build of `apiforge` against
+//! reference servers and prints one table of figures, targets and verdicts.
+//!
+//! It builds nothing: it starts `apiforge serve` (and, for the etcd
+//! scenarios, a throwaway etcd) on free loopback ports with temporary data
+//! directories, warms up, runs every scenario for a fixed duration three
+//! times and reports the median. Progress goes to stderr, the table to
+//! stdout. The exit code is 0 even when targets fail; it is non-zero only
+//! when something could not run.
+
+mod client;
+mod load;
+mod procs;
+mod reference;
+mod report;
+mod scenarios;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+/// Benchmark harness of the apiforge server.
+#[derive(Debug, Parser)]
+#[command(name = "apiforge-bench", version, about)]
+struct Cli {
+    /// Short runs and fewer objects (finishes in under 2 minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// The apiforge binary to measure.
+    #[arg(long, default_value = "target/release/apiforge")]
+    apiforge: PathBuf,
+    /// Run only these scenarios (repeatable); default: all.
+    #[arg(long = "scenario", value_enum)]
+    scenarios: Vec<scenarios::Name>,
+}
+
+static START: OnceLock<Instant> = OnceLock::new();
+
+/// Prints a progress line to stderr, prefixed with the elapsed time.
+macro_rules! progress {
+    ($($arg:tt)*) => {
+        eprintln!("[{:>6.1}s] {}", $crate::elapsed().as_secs_f64(), format_args!($($arg)*))
+    };
+}
+pub(crate) use progress;
+
+/// Time since the benchmark started.
+pub(crate) fn elapsed() -> Duration {
+    START.get_or_init(Instant::now).elapsed()
+}
+
+/// Durations and sizes of one benchmark run.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// Length of one measured run.
+    pub(crate) run: Duration,
+    /// Length of the warm-up before the measured runs.
+    pub(crate) warmup: Duration,
+    /// Measured runs per figure (the median is reported).
+    pub(crate) repeats: usize,
+    /// Objects in the LIST scenarios.
+    pub(crate) list_objects: usize,
+    /// Objects in the start-up and memory scenarios.
+    pub(crate) big_objects: usize,
+    /// Watchers in the watch scenario.
+    pub(crate) watchers: usize,
+    /// Writes per second during the watch scenario.
+    pub(crate) watch_write_rate: u32,
+    /// How long the watch writer runs.
+    pub(crate) watch_duration: Duration,
+    /// The apiforge binary.
+    pub(crate) binary: PathBuf,
+    /// Whether `apiforge serve` has `--etcd-servers`.
+    pub(crate) etcd: bool,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let _ = START.get_or_init(Instant::now);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the tokio runtime: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> std::process::ExitCode {
+    if !cli.apiforge.exists() {
+        eprintln!(
+            "error: {} does not exist; build it first: cargo build --release -p apiforge -p apiforge-bench",
+            cli.apiforge.display()
+        );
+        return std::process::ExitCode::from(2);
+    }
+    let etcd =
+        procs::supports_etcd(&cli.apiforge) && std::path::Path::new(procs::Etcd::BINARY).exists();
+    let settings = Settings {
+        run: Duration::from_millis(if cli.quick { 1_800 } else { 10_000 }),
+        warmup: Duration::from_millis(if cli.quick { 300 } else { 2_000 }),
+        repeats: 3,
+        list_objects: if cli.quick { 2_000 } else { 10_000 },
+        big_objects: if cli.quick { 10_000 } else { 100_000 },
+        watchers: 1_000,
+        watch_write_rate: 200,
+        watch_duration: Duration::from_secs(if cli.quick { 5 } else { 30 }),
+        binary: cli.apiforge.clone(),
+        etcd,
+    };
+    progress!(
+        "apiforge-bench: {} run(s) of {:?} per figure; binary {}; etcd backend {}",
+        settings.repeats,
+        settings.run,
+        settings.binary.display(),
+        if etcd {
+            "available"
+        } else {
+            "not available (no --etcd-servers)"
+        }
+    );
+    let selected = if cli.scenarios.is_empty() {
+        scenarios::Name::all()
+    } else {
+        cli.scenarios.clone()
+    };
+    let (figures, failures) = scenarios::run_all(&settings, &selected).await;
+    print!("{}", report::table(&figures));
+    if let Some(path) = &cli.json
+        && let Err(e) = report::write_json(path, &figures)
+    {
+        eprintln!("error: writing {}: {e:#}", path.display());
+        return std::process::ExitCode::from(2);
+    }
+    progress!("done");
+    if failures > 0 {
+        std::process::ExitCode::from(1)
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,111 @@
+//! The reference server: the same stack as apiforge (tokio-rustls with ring,
+//! hyper-util's auto HTTP/1.1 + HTTP/2 builder, the same certificate)
+//! answering every request from memory, with no API logic at all.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http::{Request, Response, header};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use rustls::ServerConfig;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+use crate::client::{self, Target};
+
+/// A running reference server; stopped on drop.
+pub(crate) struct Reference {
+    /// How to reach it (same CA as the apiforge server whose cert it uses).
+    pub(crate) target: Target,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Reference {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Reference {
+    /// Serves `bodies` (keyed by path and query; `default` for anything
+    /// else) with the serving certificate of the apiforge data dir
+    /// `data_dir`, trusted through the same client settings as `apiforge`.
+    pub(crate) async fn start(
+        data_dir: &Path,
+        apiforge: &Target,
+        bodies: HashMap<String, Bytes>,
+        default: Bytes,
+    ) -> anyhow::Result<Reference> {
+        let certs = CertificateDer::pem_file_iter(data_dir.join("apiserver.crt"))
+            .context("reading apiserver.crt")?
+            .collect::<Result<Vec<_>, _>>()?;
+        let key = PrivateKeyDer::from_pem_file(data_dir.join("apiserver.key"))
+            .context("reading apiserver.key")?;
+        let mut cfg = ServerConfig::builder_with_provider(client::provider())
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)?;
+        cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let acceptor = TlsAcceptor::from(Arc::new(cfg));
+        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let addr = listener.local_addr()?;
+        let bodies = Arc::new(bodies);
+        let task = tokio::spawn(async move {
+            let builder = auto::Builder::new(TokioExecutor::new());
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = tcp.set_nodelay(true);
+                let acceptor = acceptor.clone();
+                let builder = builder.clone();
+                let bodies = bodies.clone();
+                let default = default.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = service_fn(move |req: Request<Incoming>| {
+                        let body = req
+                            .uri()
+                            .path_and_query()
+                            .and_then(|pq| bodies.get(pq.as_str()))
+                            .cloned()
+                            .unwrap_or_else(|| default.clone());
+                        async move {
+                            let mut resp = Response::new(Full::new(body));
+                            resp.headers_mut().insert(
+                                header::CONTENT_TYPE,
+                                header::HeaderValue::from_static("application/json"),
+                            );
+                            Ok::<_, Infallible>(resp)
+                        }
+                    });
+                    let _ = builder
+                        .serve_connection_with_upgrades(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        Ok(Reference {
+            target: Target {
+                addr,
+                token: apiforge.token.clone(),
+                tls: apiforge.tls.clone(),
+            },
+            task,
+        })
+    }
+}

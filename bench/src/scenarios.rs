@@ -1,0 +1,1221 @@
+//! The scenarios. Each returns its figures; a scenario that cannot run
+//! reports one failed `ERROR` figure and the others still run.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use crate::client::{Conn, Target, find_str};
+use crate::load::{self, LoadResult, Op, median};
+use crate::procs::{Apiforge, Backend, Etcd};
+use crate::reference::Reference;
+use crate::report::{Figure, Target as Goal};
+use crate::{Settings, progress};
+
+/// Scenario names for `--scenario`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Name {
+    /// GET one object from the cache, 64 connections.
+    Get,
+    /// LIST all objects in one page and in pages of 500.
+    List,
+    /// CREATE with 16 and 64 clients (embedded; etcd when available).
+    Create,
+    /// UPDATE with resourceVersion preconditions, 64 clients.
+    Update,
+    /// WATCH fan-out to 1,000 watchers at 200 writes/s.
+    Watch,
+    /// Start-up to /readyz, empty and with many objects.
+    Startup,
+    /// RSS with many 1 KiB objects cached.
+    Memory,
+    /// Consistent LIST vs resourceVersion=0.
+    ConsistentList,
+}
+
+impl Name {
+    /// Every scenario, in run order.
+    pub(crate) fn all() -> Vec<Name> {
+        vec![
+            Name::Get,
+            Name::List,
+            Name::ConsistentList,
+            Name::Create,
+            Name::Update,
+            Name::Watch,
+            Name::Startup,
+            Name::Memory,
+        ]
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Name::Get => "get",
+            Name::List => "list",
+            Name::Create => "create",
+            Name::Update => "update",
+            Name::Watch => "watch",
+            Name::Startup => "startup",
+            Name::Memory => "memory",
+            Name::ConsistentList => "consistent-list",
+        }
+    }
+}
+
+const GROUP_PATH: &str = "/apis/wardle.example.com/v1beta1";
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn collection(ns: &str) -> String {
+    format!("{GROUP_PATH}/namespaces/{ns}/flunders")
+}
+
+/// Runs the selected scenarios; returns the figures and how many scenarios
+/// could not run.
+pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figure>, usize) {
+    let mut figures = Vec::new();
+    let mut failures = 0;
+    let has = |n: Name| selected.contains(&n);
+    let mut record = |name: &str, result: anyhow::Result<Vec<Figure>>| match result {
+        Ok(f) => figures.extend(f),
+        Err(e) => {
+            progress!("{name}: could not run: {e:#}");
+            failures += 1;
+            figures.push(Figure::error(name, &format!("{e:#}")));
+        }
+    };
+    if has(Name::Get) {
+        record(Name::Get.label(), get(settings).await);
+    }
+    if has(Name::List) || has(Name::ConsistentList) {
+        record(
+            "list",
+            list(settings, has(Name::List), has(Name::ConsistentList)).await,
+        );
+    }
+    if has(Name::Create) {
+        record(Name::Create.label(), create(settings).await);
+    }
+    if has(Name::Update) {
+        record(Name::Update.label(), update(settings).await);
+    }
+    if has(Name::Watch) {
+        record(Name::Watch.label(), watch(settings).await);
+    }
+    if has(Name::Startup) || has(Name::Memory) {
+        record(
+            "startup/memory",
+            startup_memory(settings, has(Name::Startup), has(Name::Memory)).await,
+        );
+    }
+    (figures, failures)
+}
+
+// ---------------------------------------------------------------------------
+// helpers
+
+/// A fresh apiforge on a temporary data directory (kept alive with it).
+struct Fresh {
+    server: Apiforge,
+    _tmp: tempfile::TempDir,
+}
+
+async fn fresh(settings: &Settings, backend: &Backend) -> anyhow::Result<Fresh> {
+    let tmp = tempfile::tempdir()?;
+    let server = Apiforge::start(&settings.binary, &tmp.path().join("data"), backend).await?;
+    Ok(Fresh { server, _tmp: tmp })
+}
+
+/// Nanoseconds since the Unix epoch.
+fn now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
+}
+
+/// A Flunder with `annotations` plus a `bench/pad` annotation of `pad` bytes.
+fn flunder(name: &str, pad: usize, annotations: &[(&str, String)]) -> Bytes {
+    let mut ann = serde_json::Map::new();
+    for (k, v) in annotations {
+        ann.insert((*k).to_string(), json!(v));
+    }
+    if pad > 0 {
+        ann.insert("bench/pad".into(), json!("x".repeat(pad)));
+    }
+    let obj = json!({
+        "apiVersion": "wardle.example.com/v1beta1",
+        "kind": "Flunder",
+        "metadata": {"name": name, "annotations": ann},
+        "spec": {},
+    });
+    Bytes::from(serde_json::to_vec(&obj).unwrap_or_default())
+}
+
+/// The pad that makes a served object about 1 KiB: creates a probe object
+/// and measures it.
+async fn pad_for_1kib(target: &Target, ns: &str) -> anyhow::Result<usize> {
+    let mut conn = Conn::connect(target).await?;
+    let body = conn
+        .send(
+            Method::POST,
+            &collection(ns),
+            Some(flunder("bench-probe", 1, &[])),
+        )
+        .await?
+        .ok()?;
+    let _ = conn
+        .send(
+            Method::DELETE,
+            &format!("{}/bench-probe", collection(ns)),
+            None,
+        )
+        .await?;
+    Ok(1024usize.saturating_sub(body.len()).max(1) + 1)
+}
+
+/// Creates `count` objects named `{prefix}{i}` with 64 concurrent
+/// connections; returns the total size of the created objects as served
+/// (JSON bytes) and the creates per second.
+async fn populate(
+    target: &Target,
+    ns: &str,
+    prefix: &str,
+    count: usize,
+    pad: usize,
+) -> anyhow::Result<(u64, f64)> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..64.min(count.max(1)) {
+        let target = target.clone();
+        let next = next.clone();
+        let path = collection(ns);
+        let prefix = prefix.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut conn = Conn::connect(&target).await?;
+            let mut bytes = 0u64;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    return anyhow::Ok(bytes);
+                }
+                if i > 0 && i.is_multiple_of(10_000) {
+                    progress!("  populated {i}/{count}");
+                }
+                let body = flunder(&format!("{prefix}{i}"), pad, &[]);
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    if conn.is_closed() {
+                        conn = Conn::connect(&target).await?;
+                    }
+                    match conn.send(Method::POST, &path, Some(body.clone())).await {
+                        Ok(r) if r.status == StatusCode::CREATED || r.status == StatusCode::OK => {
+                            bytes += r.body.len() as u64;
+                            break;
+                        }
+                        Ok(r) if attempt >= 3 => {
+                            r.ok().with_context(|| format!("creating {prefix}{i}"))?;
+                            bail!("creating {prefix}{i} failed");
+                        }
+                        Err(e) if attempt >= 3 => {
+                            return Err(e.context(format!("creating {prefix}{i}")));
+                        }
+                        _ => tokio::time::sleep(Duration::from_millis(20)).await,
+                    }
+                }
+            }
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await??;
+    }
+    Ok((total, count as f64 / started.elapsed().as_secs_f64()))
+}
+
+/// Fails a run with errors (server errors are failed measurements).
+fn check(name: &str, r: &LoadResult) -> anyhow::Result<()> {
+    if r.requests == 0 {
+        bail!(
+            "{name}: no request succeeded ({} errors; first: {})",
+            r.errors,
+            r.first_error.as_deref().unwrap_or("none")
+        );
+    }
+    if r.errors > 0 {
+        progress!(
+            "  {name}: {} errors (first: {})",
+            r.errors,
+            r.first_error.as_deref().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+/// Figures of repeated runs: rate, bytes/s, p50, p99, max, errors.
+#[derive(Default)]
+struct Runs {
+    rate: Vec<f64>,
+    byte_rate: Vec<f64>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+    max: Vec<f64>,
+    errors: u64,
+}
+
+impl Runs {
+    fn add(&mut self, r: &LoadResult) {
+        self.rate.push(r.rate());
+        self.byte_rate.push(r.byte_rate());
+        self.p50.push(r.quantile_ms(0.5));
+        self.p99.push(r.quantile_ms(0.99));
+        self.max.push(r.max_ms());
+        self.errors += r.errors;
+    }
+    fn rate(&self) -> f64 {
+        median(&self.rate)
+    }
+    fn mbps(&self) -> f64 {
+        median(&self.byte_rate) / MIB
+    }
+    fn p50(&self) -> f64 {
+        median(&self.p50)
+    }
+    fn p99(&self) -> f64 {
+        median(&self.p99)
+    }
+    fn max(&self) -> f64 {
+        median(&self.max)
+    }
+}
+
+/// Warms up, then runs `op` against `a` and `b` alternately
+/// `settings.repeats` times.
+async fn compare<O: Op>(
+    settings: &Settings,
+    label: &str,
+    conns: usize,
+    a: &Target,
+    b: Option<&Target>,
+    op: Arc<O>,
+) -> anyhow::Result<(Runs, Runs)> {
+    let (mut ra, mut rb) = (Runs::default(), Runs::default());
+    load::run(a, conns, settings.warmup, op.clone()).await?;
+    if let Some(b) = b {
+        load::run(b, conns, settings.warmup, op.clone()).await?;
+    }
+    for i in 0..settings.repeats {
+        let r = load::run(a, conns, settings.run, op.clone()).await?;
+        check(label, &r)?;
+        progress!(
+            "  {label} run {}/{}: apiforge {:.0} req/s, {:.1} MiB/s, p99 {:.2} ms",
+            i + 1,
+            settings.repeats,
+            r.rate(),
+            r.byte_rate() / MIB,
+            r.quantile_ms(0.99)
+        );
+        ra.add(&r);
+        if let Some(b) = b {
+            let r = load::run(b, conns, settings.run, op.clone()).await?;
+            check(&format!("{label} (reference)"), &r)?;
+            progress!(
+                "  {label} run {}/{}: reference {:.0} req/s, {:.1} MiB/s, p99 {:.2} ms",
+                i + 1,
+                settings.repeats,
+                r.rate(),
+                r.byte_rate() / MIB,
+                r.quantile_ms(0.99)
+            );
+            rb.add(&r);
+        }
+    }
+    Ok((ra, rb))
+}
+
+/// GET of a fixed path; the response must be 2xx.
+struct GetOp {
+    path: String,
+}
+
+impl Op for GetOp {
+    async fn call(&self, _worker: usize, conn: &mut Conn) -> anyhow::Result<u64> {
+        Ok(conn.get(&self.path).await?.ok()?.len() as u64)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 1. GET
+
+async fn get(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+    const S: &str = "get";
+    progress!("{S}: GET one 1 KiB object, 64 connections");
+    let f = fresh(settings, &Backend::Embedded).await?;
+    let target = &f.server.target;
+    let pad = pad_for_1kib(target, "default").await?;
+    let path = format!("{}/bench-get", collection("default"));
+    let mut conn = Conn::connect(target).await?;
+    conn.send(
+        Method::POST,
+        &collection("default"),
+        Some(flunder("bench-get", pad, &[])),
+    )
+    .await?
+    .ok()?;
+    let body = conn.get(&path).await?.ok()?;
+    progress!("  object is {} bytes", body.len());
+    let reference = Reference::start(&f.server.data_dir, target, HashMap::new(), body).await?;
+    let op = Arc::new(GetOp { path });
+    let (a, r) = compare(settings, S, 64, target, Some(&reference.target), op).await?;
+    Ok(vec![
+        Figure::vs(S, "req/s", a.rate(), r.rate(), Goal::RatioAtLeast(0.5)),
+        Figure::vs(S, "p50 ms", a.p50(), r.p50(), Goal::Info),
+        Figure::vs(S, "p99 ms", a.p99(), r.p99(), Goal::RatioAtMost(3.0)),
+        Figure::vs(S, "max ms", a.max(), r.max(), Goal::Info),
+        Figure::new(S, "errors", a.errors as f64, Goal::Equals(0.0)),
+    ])
+}
+
+// ---------------------------------------------------------------------------
+// 2. LIST and 8. consistent LIST
+
+/// Percent-encodes a continue token for a query string.
+fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The continue token of a list page (metadata comes before the items).
+fn continue_of(body: &[u8]) -> Option<String> {
+    let head = &body[..body.len().min(4096)];
+    let items = memchr::memmem::find(head, b"\"items\"").unwrap_or(head.len());
+    find_str(&head[..items], "continue")
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+}
+
+/// Walks a paginated list: first page `base?limit=N`, then the continue
+/// tokens.
+struct PagedListOp {
+    base: String,
+    limit: usize,
+}
+
+impl PagedListOp {
+    fn page_path(&self, token: Option<&str>) -> String {
+        match token {
+            None => format!("{}?limit={}", self.base, self.limit),
+            Some(t) => format!(
+                "{}?limit={}&continue={}",
+                self.base,
+                self.limit,
+                query_escape(t)
+            ),
+        }
+    }
+}
+
+impl Op for PagedListOp {
+    async fn call(&self, _worker: usize, conn: &mut Conn) -> anyhow::Result<u64> {
+        let mut total = 0u64;
+        let mut token: Option<String> = None;
+        loop {
+            let body = conn.get(&self.page_path(token.as_deref())).await?.ok()?;
+            total += body.len() as u64;
+            match continue_of(&body) {
+                Some(t) => token = Some(t),
+                None => return Ok(total),
+            }
+        }
+    }
+}
+
+async fn list(settings: &Settings, plain: bool, consistent: bool) -> anyhow::Result<Vec<Figure>> {
+    let n = settings.list_objects;
+    progress!("list: populating {n} objects of ~1 KiB");
+    let f = fresh(settings, &Backend::Embedded).await?;
+    let target = &f.server.target;
+    let ns = "kube-public";
+    let pad = pad_for_1kib(target, ns).await?;
+    populate(target, ns, "l-", n, pad).await?;
+    let base = collection(ns);
+    let mut conn = Conn::connect(target).await?;
+    let full = conn.get(&base).await?.ok()?;
+    let mut bodies = HashMap::new();
+    bodies.insert(base.clone(), full.clone());
+    let rv0 = format!("{base}?resourceVersion=0");
+    bodies.insert(rv0.clone(), conn.get(&rv0).await?.ok()?);
+    // Capture the pages so that the reference serves the same bytes.
+    let paged = Arc::new(PagedListOp {
+        base: base.clone(),
+        limit: 500,
+    });
+    let mut token: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let path = paged.page_path(token.as_deref());
+        let body = conn.get(&path).await?.ok()?;
+        token = continue_of(&body);
+        bodies.insert(path, body);
+        pages += 1;
+        if token.is_none() {
+            break;
+        }
+        if pages > n / 500 + 5 {
+            bail!("pagination does not end after {pages} pages");
+        }
+    }
+    progress!("  full list is {} bytes; {pages} pages of 500", full.len());
+    let reference = Reference::start(&f.server.data_dir, target, bodies, Bytes::new()).await?;
+    let mut out = Vec::new();
+    let conns = 4;
+    if plain {
+        const S: &str = "list";
+        let op = Arc::new(GetOp { path: base.clone() });
+        let label = format!("{S} {n} in one page");
+        let (a, r) = compare(settings, &label, conns, target, Some(&reference.target), op).await?;
+        out.push(Figure::vs(
+            S,
+            &format!("{n} objects, one page: MiB/s"),
+            a.mbps(),
+            r.mbps(),
+            Goal::RatioAtLeast(0.4),
+        ));
+        out.push(Figure::vs(
+            S,
+            "one page: p50 ms",
+            a.p50(),
+            r.p50(),
+            Goal::Info,
+        ));
+        let label = format!("{S} {n} in pages of 500");
+        let (a, r) = compare(
+            settings,
+            &label,
+            conns,
+            target,
+            Some(&reference.target),
+            paged.clone(),
+        )
+        .await?;
+        out.push(Figure::vs(
+            S,
+            &format!("{n} objects, limit=500 pages: MiB/s"),
+            a.mbps(),
+            r.mbps(),
+            Goal::RatioAtLeast(0.4),
+        ));
+        out.push(Figure::vs(
+            S,
+            "limit=500 walk: p50 ms",
+            a.p50(),
+            r.p50(),
+            Goal::Info,
+        ));
+        out.push(Figure::new(
+            S,
+            "errors",
+            (a.errors) as f64,
+            Goal::Equals(0.0),
+        ));
+    }
+    if consistent {
+        const S: &str = "consistent-list";
+        progress!("{S}: resourceVersion unset vs resourceVersion=0, {n} objects");
+        let op_c = Arc::new(GetOp { path: base.clone() });
+        let op_0 = Arc::new(GetOp { path: rv0 });
+        let (c, _) = compare(settings, "consistent list", conns, target, None, op_c).await?;
+        let (z, _) = compare(settings, "rv=0 list", conns, target, None, op_0).await?;
+        out.push(Figure::vs(
+            S,
+            "consistent lists/s (vs rv=0)",
+            c.rate(),
+            z.rate(),
+            Goal::RatioAtLeast(0.8),
+        ));
+        out.push(Figure::vs(
+            S,
+            "consistent p50 ms (vs rv=0)",
+            c.p50(),
+            z.p50(),
+            Goal::Info,
+        ));
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// 3. CREATE
+
+struct CreateOp {
+    path: String,
+    pad: usize,
+    next: AtomicU64,
+    prefix: String,
+}
+
+impl Op for CreateOp {
+    async fn call(&self, _worker: usize, conn: &mut Conn) -> anyhow::Result<u64> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let body = flunder(&format!("{}{i}", self.prefix), self.pad, &[]);
+        Ok(conn
+            .send(Method::POST, &self.path, Some(body))
+            .await?
+            .ok()?
+            .len() as u64)
+    }
+}
+
+async fn create_on(settings: &Settings, backend: &Backend) -> anyhow::Result<Vec<(usize, Runs)>> {
+    let f = fresh(settings, backend).await?;
+    let target = &f.server.target;
+    let pad = pad_for_1kib(target, "default").await?;
+    let mut out = Vec::new();
+    for conns in [16, 64] {
+        let op = Arc::new(CreateOp {
+            path: collection("default"),
+            pad,
+            next: AtomicU64::new(0),
+            prefix: format!("c{conns}-"),
+        });
+        let label = format!("create {} {conns} clients", backend.name());
+        let (a, _) = compare(settings, &label, conns, target, None, op).await?;
+        out.push((conns, a));
+    }
+    Ok(out)
+}
+
+async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+    const S: &str = "create";
+    progress!("{S}: CREATE 1 KiB objects, 16 and 64 clients");
+    let embedded = create_on(settings, &Backend::Embedded).await?;
+    let mut etcd_runs = None;
+    if settings.etcd {
+        let etcd = Etcd::start().await?;
+        etcd_runs = Some(create_on(settings, &Backend::Etcd(etcd.url.clone())).await?);
+    }
+    let mut out = Vec::new();
+    for (i, (conns, runs)) in embedded.iter().enumerate() {
+        let reference = etcd_runs.as_ref().map(|e| &e[i].1);
+        let mut fig = Figure::new(
+            S,
+            &format!("embedded creates/s, {conns} clients (ref: etcd backend)"),
+            runs.rate(),
+            Goal::Info,
+        );
+        fig.reference = reference.map(Runs::rate);
+        out.push(fig);
+        let mut fig = Figure::new(
+            S,
+            &format!("embedded p99 ms, {conns} clients"),
+            runs.p99(),
+            Goal::Info,
+        );
+        fig.reference = reference.map(Runs::p99);
+        out.push(fig);
+        out.push(Figure::new(
+            S,
+            &format!("errors, {conns} clients"),
+            runs.errors as f64,
+            Goal::Equals(0.0),
+        ));
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// 4. UPDATE
+
+const COUNTER: &str = "bench/counter";
+
+struct UpdateOp {
+    ns: String,
+    successes: Vec<AtomicU64>,
+    conflicts: AtomicU64,
+}
+
+impl UpdateOp {
+    fn path(&self, worker: usize) -> String {
+        format!("{}/u-{worker}", collection(&self.ns))
+    }
+}
+
+fn counter_of(obj: &Value) -> anyhow::Result<u64> {
+    obj["metadata"]["annotations"][COUNTER]
+        .as_str()
+        .context("object has no counter annotation")?
+        .parse()
+        .context("counter is not a number")
+}
+
+impl Op for UpdateOp {
+    async fn call(&self, worker: usize, conn: &mut Conn) -> anyhow::Result<u64> {
+        let path = self.path(worker);
+        loop {
+            let body = conn.get(&path).await?.ok()?;
+            let mut obj: Value = serde_json::from_slice(&body)?;
+            let next = counter_of(&obj)? + 1;
+            obj["metadata"]["annotations"][COUNTER] = json!(next.to_string());
+            let reply = conn
+                .send(
+                    Method::PUT,
+                    &path,
+                    Some(Bytes::from(serde_json::to_vec(&obj)?)),
+                )
+                .await?;
+            if reply.status == StatusCode::CONFLICT {
+                self.conflicts.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let n = reply.ok()?.len() as u64;
+            if let Some(s) = self.successes.get(worker) {
+                s.fetch_add(1, Ordering::Relaxed);
+            }
+            return Ok(body.len() as u64 + n);
+        }
+    }
+}
+
+async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+    const S: &str = "update";
+    const CLIENTS: usize = 64;
+    progress!("{S}: GET→PUT with resourceVersion, {CLIENTS} clients on {CLIENTS} objects");
+    let f = fresh(settings, &Backend::Embedded).await?;
+    let target = &f.server.target;
+    let ns = "default";
+    let pad = pad_for_1kib(target, ns).await?;
+    let mut conn = Conn::connect(target).await?;
+    for i in 0..CLIENTS {
+        conn.send(
+            Method::POST,
+            &collection(ns),
+            Some(flunder(
+                &format!("u-{i}"),
+                pad,
+                &[(COUNTER, "0".to_string())],
+            )),
+        )
+        .await?
+        .ok()?;
+    }
+    let op = Arc::new(UpdateOp {
+        ns: ns.to_string(),
+        successes: (0..CLIENTS).map(|_| AtomicU64::new(0)).collect(),
+        conflicts: AtomicU64::new(0),
+    });
+    let (a, _) = compare(settings, S, CLIENTS, target, None, op.clone()).await?;
+    let (mut lost, mut extra) = (0u64, 0u64);
+    for i in 0..CLIENTS {
+        let obj: Value = serde_json::from_slice(&conn.get(&op.path(i)).await?.ok()?)?;
+        let stored = counter_of(&obj)?;
+        let acked = op.successes[i].load(Ordering::Relaxed);
+        lost += acked.saturating_sub(stored);
+        extra += stored.saturating_sub(acked);
+    }
+    Ok(vec![
+        Figure::new(S, "updates/s (GET+PUT cycles)", a.rate(), Goal::Info),
+        Figure::new(S, "p99 ms (GET+PUT)", a.p99(), Goal::Info),
+        Figure::new(S, "lost updates", lost as f64, Goal::Equals(0.0)),
+        Figure::new(
+            S,
+            "unacknowledged updates applied",
+            extra as f64,
+            Goal::Info,
+        ),
+        Figure::new(
+            S,
+            "409 conflicts",
+            op.conflicts.load(Ordering::Relaxed) as f64,
+            Goal::Info,
+        ),
+        Figure::new(S, "errors", a.errors as f64, Goal::Equals(0.0)),
+    ])
+}
+
+// ---------------------------------------------------------------------------
+// 5. WATCH
+
+/// What one watcher saw.
+struct WatcherReport {
+    events: u64,
+    in_order: bool,
+    hist: hdrhistogram::Histogram<u64>,
+    error: Option<String>,
+}
+
+/// Reads a watch stream until it has the number of events published on
+/// `total` once the writer is done, giving up 30 s after that.
+async fn read_watch(
+    resp: http::Response<hyper::body::Incoming>,
+    mut total: tokio::sync::watch::Receiver<Option<u64>>,
+) -> WatcherReport {
+    let grace = Duration::from_secs(30);
+    let mut deadline = tokio::time::Instant::now() + Duration::from_secs(24 * 3600);
+    let mut rep = WatcherReport {
+        events: 0,
+        in_order: true,
+        hist: load::histogram(),
+        error: None,
+    };
+    let mut body = resp.into_body();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut last_rv = 0u64;
+    let mut expected: Option<u64> = *total.borrow();
+    loop {
+        if let Some(e) = expected
+            && rep.events >= e
+        {
+            return rep;
+        }
+        let frame = tokio::select! {
+            f = body.frame() => f,
+            changed = total.changed(), if expected.is_none() => {
+                if changed.is_ok() {
+                    expected = *total.borrow();
+                    deadline = tokio::time::Instant::now() + grace;
+                }
+                continue;
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                rep.error = Some("timed out".into());
+                return rep;
+            }
+        };
+        let data = match frame {
+            Some(Ok(f)) => match f.into_data() {
+                Ok(d) => d,
+                Err(_) => continue,
+            },
+            Some(Err(e)) => {
+                rep.error = Some(e.to_string());
+                return rep;
+            }
+            None => {
+                rep.error = Some("stream ended".into());
+                return rep;
+            }
+        };
+        let now = now_nanos();
+        buf.extend_from_slice(&data);
+        let mut start = 0;
+        while let Some(nl) = memchr::memchr(b'\n', &buf[start..]) {
+            let line = &buf[start..start + nl];
+            start += nl + 1;
+            if find_str(line, "type") == Some("BOOKMARK") {
+                continue;
+            }
+            let rv: u64 = find_str(line, "resourceVersion")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            if rv <= last_rv {
+                rep.in_order = false;
+            }
+            last_rv = rv;
+            rep.events += 1;
+            if let Some(sent) = find_str(line, "bench/sent").and_then(|s| s.parse::<u128>().ok()) {
+                let micros = (now.saturating_sub(sent) / 1000) as u64;
+                let _ = rep.hist.record(micros.max(1));
+            }
+        }
+        buf.drain(..start);
+    }
+}
+
+/// The figures of one watch run.
+struct WatchRun {
+    writes: u64,
+    write_rate: f64,
+    complete: u64,
+    out_of_order: u64,
+    hist: hdrhistogram::Histogram<u64>,
+    rss_growth_mib: f64,
+    stalled_dropped: bool,
+    server_cpu: f64,
+    bench_cpu: f64,
+    first_error: Option<String>,
+}
+
+async fn watch_once(settings: &Settings) -> anyhow::Result<WatchRun> {
+    let f = fresh(settings, &Backend::Embedded).await?;
+    let target = &f.server.target;
+    let ns = "kube-public";
+    let path = collection(ns);
+    let mut conn = Conn::connect(target).await?;
+    let list = conn.get(&format!("{path}?limit=1")).await?.ok()?;
+    let rv = find_str(&list, "resourceVersion")
+        .context("list has no resourceVersion")?
+        .to_string();
+    let watch_path = format!("{path}?watch=true&resourceVersion={rv}&timeoutSeconds=3600");
+    let rss_before = f.server.rss()?;
+
+    let (total_tx, total_rx) = tokio::sync::watch::channel(None::<u64>);
+    let open = Arc::new(Semaphore::new(32));
+    let mut opened = Vec::new();
+    for _ in 0..settings.watchers {
+        let target = target.clone();
+        let open = open.clone();
+        let watch_path = watch_path.clone();
+        opened.push(tokio::spawn(async move {
+            let permit = open.acquire_owned().await?;
+            let mut conn = Conn::connect(&target).await?;
+            let resp = conn.send_streaming(Method::GET, &watch_path, None).await?;
+            drop(permit);
+            if resp.status() != StatusCode::OK {
+                bail!("watch answered {}", resp.status());
+            }
+            anyhow::Ok((conn, resp))
+        }));
+    }
+    let mut streams = Vec::new();
+    for t in opened {
+        streams.push(t.await??);
+    }
+    // The stalled watcher: a tiny receive buffer, never read until the end.
+    let mut stalled_conn = Conn::connect_with(target, Some(4096)).await?;
+    let stalled = stalled_conn
+        .send_streaming(Method::GET, &watch_path, None)
+        .await?;
+    progress!(
+        "  {} watchers open (+1 stalled); writing {}/s for {:?}",
+        streams.len(),
+        settings.watch_write_rate,
+        settings.watch_duration
+    );
+
+    let readers: Vec<_> = streams
+        .into_iter()
+        .map(|(conn, resp)| {
+            let total_rx = total_rx.clone();
+            tokio::spawn(async move {
+                let _conn = conn;
+                read_watch(resp, total_rx).await
+            })
+        })
+        .collect();
+
+    // The writer: 20 connections, each creating objects at rate/20 (open
+    // enough that a slow write does not lower the rate; missed ticks are
+    // caught up).
+    let writers = 20u32;
+    let pid = f.server.pid()?.to_string();
+    let cpu_server_0 = crate::procs::cpu_seconds(&pid)?;
+    let cpu_self_0 = crate::procs::cpu_seconds("self")?;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let target = target.clone();
+        let path = path.clone();
+        let period =
+            Duration::from_secs_f64(f64::from(writers) / f64::from(settings.watch_write_rate));
+        let duration = settings.watch_duration;
+        tasks.push(tokio::spawn(async move {
+            let mut conn = Conn::connect(&target).await?;
+            let mut tick = tokio::time::interval(period);
+            let (mut ok, mut failed) = (0u64, 0u64);
+            let mut first_error = None;
+            let end = Instant::now() + duration;
+            let mut i = 0;
+            while Instant::now() < end {
+                tick.tick().await;
+                i += 1;
+                let body = flunder(
+                    &format!("w{w}-{i}"),
+                    0,
+                    &[("bench/sent", now_nanos().to_string())],
+                );
+                match conn
+                    .send(Method::POST, &path, Some(body))
+                    .await
+                    .and_then(|r| r.ok())
+                {
+                    Ok(_) => ok += 1,
+                    Err(e) => {
+                        failed += 1;
+                        first_error.get_or_insert_with(|| format!("{e:#}"));
+                        if conn.is_closed() {
+                            conn = Conn::connect(&target).await?;
+                        }
+                    }
+                }
+            }
+            anyhow::Ok((ok, failed, first_error))
+        }));
+    }
+    let mut writes = 0;
+    let mut first_error = None;
+    for t in tasks {
+        let (ok, failed, err) = t.await??;
+        writes += ok;
+        if failed > 0 {
+            first_error = first_error.or(err);
+        }
+    }
+    let write_secs = started.elapsed().as_secs_f64();
+    let write_rate = writes as f64 / write_secs;
+    let server_cpu = (crate::procs::cpu_seconds(&pid)? - cpu_server_0) / write_secs;
+    let bench_cpu = (crate::procs::cpu_seconds("self")? - cpu_self_0) / write_secs;
+    let _ = total_tx.send(Some(writes));
+    let mut complete = 0;
+    let mut out_of_order = 0;
+    let mut hist = load::histogram();
+    // Readers get 30 s after the last write to catch up.
+    let rss_after_writes = f.server.rss()?;
+    for r in readers {
+        let rep = r.await?;
+        if rep.events == writes && rep.in_order {
+            complete += 1;
+        }
+        if !rep.in_order {
+            out_of_order += 1;
+        }
+        if let Some(e) = rep.error
+            && first_error.is_none()
+        {
+            first_error = Some(format!(
+                "watcher: {e} after {} of {writes} events",
+                rep.events
+            ));
+        }
+        let _ = hist.add(&rep.hist);
+    }
+    // The stalled watcher: dropped if its stream ends (it cannot have all
+    // events buffered in 4 KiB + the server's queue).
+    let mut body = stalled.into_body();
+    let mut stalled_events = 0u64;
+    let stalled_dropped = loop {
+        match tokio::time::timeout(Duration::from_secs(1), body.frame()).await {
+            Err(_) => break false,
+            Ok(None) | Ok(Some(Err(_))) => break true,
+            Ok(Some(Ok(f))) => {
+                if let Ok(d) = f.into_data() {
+                    stalled_events += memchr::memchr_iter(b'\n', &d).count() as u64;
+                }
+            }
+        }
+    };
+    progress!(
+        "  writes {writes} ({write_rate:.0}/s; CPU cores busy: server {server_cpu:.2}, bench {bench_cpu:.2}); complete watchers {complete}/{}; stalled watcher got {stalled_events} events, dropped: {stalled_dropped}",
+        settings.watchers
+    );
+    drop(stalled_conn);
+    Ok(WatchRun {
+        writes,
+        write_rate,
+        complete,
+        out_of_order,
+        hist,
+        rss_growth_mib: (rss_after_writes as f64 - rss_before as f64) / MIB,
+        stalled_dropped,
+        server_cpu,
+        bench_cpu,
+        first_error,
+    })
+}
+
+/// Fewer events than this cannot overflow a stalled watcher's queue
+/// (1,024 events in apiforge's watch cache) plus socket buffers.
+const STALL_MIN_EVENTS: u64 = 2_000;
+
+async fn watch(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+    const S: &str = "watch";
+    progress!(
+        "{S}: {} watchers, {} writes/s for {:?}",
+        settings.watchers,
+        settings.watch_write_rate,
+        settings.watch_duration
+    );
+    let mut runs = Vec::new();
+    for i in 0..settings.repeats {
+        let r = watch_once(settings).await?;
+        if let Some(e) = &r.first_error {
+            progress!("  run {}: first error: {e}", i + 1);
+        }
+        runs.push(r);
+    }
+    let med = |f: &dyn Fn(&WatchRun) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+    let min_complete = runs.iter().map(|r| r.complete).min().unwrap_or(0);
+    let watchers = settings.watchers as f64;
+    Ok(vec![
+        Figure::new(
+            S,
+            "writes/s achieved",
+            med(&|r| r.write_rate),
+            Goal::AtLeast(f64::from(settings.watch_write_rate) * 0.95),
+        ),
+        Figure::new(
+            S,
+            "events per watcher (writes)",
+            med(&|r| r.writes as f64),
+            Goal::Info,
+        ),
+        Figure::new(
+            S,
+            "watchers with every event in order (worst run)",
+            min_complete as f64,
+            Goal::Equals(watchers),
+        ),
+        Figure::new(
+            S,
+            "watchers out of order",
+            runs.iter().map(|r| r.out_of_order).sum::<u64>() as f64,
+            Goal::Equals(0.0),
+        ),
+        Figure::new(
+            S,
+            "delivery latency p50 ms",
+            med(&|r| r.hist.value_at_quantile(0.5) as f64 / 1000.0),
+            Goal::Info,
+        ),
+        Figure::new(
+            S,
+            "delivery latency p99 ms",
+            med(&|r| r.hist.value_at_quantile(0.99) as f64 / 1000.0),
+            Goal::Info,
+        ),
+        Figure::new(
+            S,
+            "delivery latency max ms",
+            med(&|r| r.hist.max() as f64 / 1000.0),
+            Goal::Info,
+        ),
+        Figure::new(
+            S,
+            "server RSS growth MiB",
+            med(&|r| r.rss_growth_mib),
+            Goal::AtMost(150.0),
+        ),
+        Figure::new(
+            S,
+            "server CPU cores busy while writing",
+            med(&|r| r.server_cpu),
+            Goal::Info,
+        ),
+        Figure::new(
+            S,
+            "bench CPU cores busy while writing",
+            med(&|r| r.bench_cpu),
+            Goal::Info,
+        ),
+        Figure::new(
+            S,
+            "stalled watcher dropped (runs)",
+            runs.iter().filter(|r| r.stalled_dropped).count() as f64,
+            // The server closes a watcher whose queue (1,024 events) is full,
+            // after the socket buffers filled: fewer writes cannot trigger it.
+            if runs.iter().all(|r| r.writes > STALL_MIN_EVENTS) {
+                Goal::Equals(runs.len() as f64)
+            } else {
+                Goal::Info
+            },
+        ),
+    ])
+}
+
+// ---------------------------------------------------------------------------
+// 6. start-up and 7. memory
+
+async fn startup_memory(
+    settings: &Settings,
+    startup: bool,
+    memory: bool,
+) -> anyhow::Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    if startup {
+        const S: &str = "startup";
+        progress!("{S}: spawn to /readyz 200, empty embedded store");
+        let mut times = Vec::new();
+        for _ in 0..settings.repeats {
+            let f = fresh(settings, &Backend::Embedded).await?;
+            times.push(f.server.startup.as_secs_f64() * 1000.0);
+        }
+        progress!("  empty: {times:.1?} ms");
+        out.push(Figure::new(
+            S,
+            "empty store ms",
+            median(&times),
+            Goal::AtMost(100.0),
+        ));
+    }
+    let n = settings.big_objects;
+    progress!("memory: populating {n} objects of ~1 KiB with 64 clients");
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("data");
+    let mut server = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
+    let pad = pad_for_1kib(&server.target, "default").await?;
+    let (json_bytes, rate) = populate(&server.target, "default", "m-", n, pad).await?;
+    progress!(
+        "  populated {n} objects ({:.1} MiB JSON) at {rate:.0} creates/s",
+        json_bytes as f64 / MIB
+    );
+    if memory {
+        const S: &str = "memory";
+        // Touch the cache once (a full list) and let the allocator settle.
+        let mut conn = Conn::connect(&server.target).await?;
+        let list = conn.get(&collection("default")).await?.ok()?;
+        drop(list);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let rss = server.rss()? as f64 / MIB;
+        let json_mib = json_bytes as f64 / MIB;
+        out.push(Figure::new(
+            S,
+            &format!("total JSON of {n} objects MiB"),
+            json_mib,
+            Goal::Info,
+        ));
+        out.push(Figure::new(
+            S,
+            "populate creates/s (64 clients)",
+            rate,
+            Goal::Info,
+        ));
+        out.push(Figure::new(
+            S,
+            "RSS after populating MiB",
+            rss,
+            Goal::AtMost(2.5 * json_mib + 64.0),
+        ));
+        server.kill();
+        let restarted = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
+        let rss = restarted.rss()? as f64 / MIB;
+        out.push(Figure::new(
+            S,
+            "RSS after restart MiB",
+            rss,
+            Goal::AtMost(2.5 * json_mib + 64.0),
+        ));
+    }
+    server.kill();
+    if startup {
+        const S: &str = "startup";
+        let mut times = Vec::new();
+        for _ in 0..settings.repeats {
+            let mut s = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
+            times.push(s.startup.as_secs_f64() * 1000.0);
+            s.kill();
+        }
+        progress!("  with {n} objects: {times:.1?} ms");
+        out.push(Figure::new(
+            S,
+            &format!("{n} objects ms"),
+            median(&times),
+            Goal::AtMost(2000.0),
+        ));
+    }
+    Ok(out)
+}
