@@ -75,6 +75,9 @@ pub(crate) struct ServeOptions {
     /// Default number of recent events the watch cache keeps per resource.
     #[arg(long, default_value_t = 20_000, help_heading = "Storage")]
     default_watch_cache_size: usize,
+    /// Watch cache size settings for some resources, a list of `resource[.group]#size` (e.g. `flunders.wardle.example.com#1000`); size 0 turns the watch cache off for that resource.
+    #[arg(long, value_delimiter = ',', help_heading = "Storage")]
+    watch_cache_sizes: Vec<String>,
     /// Log verbosity (0 = info, 2+ = debug, 5+ = trace); RUST_LOG overrides it.
     #[arg(short = 'v', long = "v", default_value_t = 0, help_heading = "Logs")]
     verbosity: u8,
@@ -105,6 +108,22 @@ impl ServeOptions {
             errors.push(
                 "--tls-cert-file and --tls-private-key-file must be given together".to_string(),
             );
+        }
+        let mut sizes = std::collections::HashMap::new();
+        for entry in self
+            .watch_cache_sizes
+            .iter()
+            .map(|e| e.trim())
+            .filter(|e| !e.is_empty())
+        {
+            match entry.split_once('#').map(|(r, n)| (r, n.parse::<usize>())) {
+                Some((resource, Ok(size))) if !resource.is_empty() => {
+                    sizes.insert(resource.to_string(), size);
+                }
+                _ => errors.push(format!(
+                    "--watch-cache-sizes: invalid entry {entry:?}: expected resource[.group]#size"
+                )),
+            }
         }
         if self.watch_cache && self.default_watch_cache_size == 0 {
             errors.push(

@@ -285,3 +285,73 @@ async fn unauthenticated_requests_get_401() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn streaming_list_watch_and_list_option_validation() {
+    let server = common::Server::start().await;
+    let client = server.client().await;
+    let api = flunders(client.clone(), "default");
+    for i in 0..3 {
+        api.create(
+            &PostParams::default(),
+            &flunder(&format!("s{i}"), json!({})),
+        )
+        .await
+        .expect("create");
+    }
+    // sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true
+    let wp = WatchParams::streaming_lists();
+    let mut events = api.watch(&wp, "0").await.expect("watch").boxed();
+    let mut added = Vec::new();
+    loop {
+        let ev = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+            .await
+            .expect("event in time")
+            .expect("watch ok")
+            .expect("stream open");
+        match ev {
+            WatchEvent::Added(o) => added.push(o.metadata.name.unwrap_or_default()),
+            WatchEvent::Bookmark(b) => {
+                assert_eq!(
+                    b.metadata
+                        .annotations
+                        .get("k8s.io/initial-events-end")
+                        .map(String::as_str),
+                    Some("true")
+                );
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    added.sort();
+    assert_eq!(added, ["s0", "s1", "s2"]);
+
+    // Invalid list options are 422 on ListOptions.meta.k8s.io.
+    let path = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
+    for (query, message) in [
+        (
+            "watch=true&sendInitialEvents=true",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ),
+        (
+            "sendInitialEvents=true",
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list",
+        ),
+        (
+            "resourceVersionMatch=Exact",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+    ] {
+        let req = http::Request::get(format!("{path}?{query}"))
+            .body(Vec::new())
+            .expect("request");
+        match client.request_text(req).await {
+            Err(kube::Error::Api(s)) => {
+                assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{query}");
+                assert_eq!(s.message, message, "{query}");
+            }
+            other => panic!("{query}: expected 422, got {other:?}"),
+        }
+    }
+}

@@ -72,6 +72,8 @@ where
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                     i += 1;
+                    // Cache hits complete without suspending; let the timer run.
+                    tokio::task::yield_now().await;
                 }
             })
         })
@@ -194,6 +196,7 @@ async fn cache_reads(s: &Settings) {
     for f in fill {
         let _ = f.await;
     }
+    eprintln!("  filled {} objects", s.objects);
     let n = s.objects;
     let get_any = {
         let store = store.clone();
@@ -440,7 +443,9 @@ fn main() {
                 "etcd scenarios skipped: /usr/bin/etcd did not start (scripts/install-deps.sh)"
             ),
         }
+        eprintln!("cache reads...");
         cache_reads(&s).await;
+        eprintln!("fan-out...");
         fanout(&s).await;
     });
 }

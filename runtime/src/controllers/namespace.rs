@@ -108,7 +108,7 @@ impl NamespaceController {
             tokio::select! {
                 ev = next_event => match ev {
                     Some(WatchEvent::Object(_, ns)) => need_sync = is_terminating(&ns),
-                    Some(WatchEvent::Bookmark(_)) => {}
+                    Some(WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_)) => {}
                     Some(WatchEvent::Error(_)) | None => {
                         events = None;
                         need_sync = true;

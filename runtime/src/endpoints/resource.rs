@@ -25,6 +25,7 @@ use crate::registry::{
     DeleteOutcome, FieldSelector, LabelSelector, ListParams, Preconditions, Store, WatchEvent,
 };
 use crate::resource::KindInfo;
+use crate::validation::{ErrorList, FieldError};
 
 /// Fields every kind can be selected by.
 const META_FIELDS: [&str; 2] = ["metadata.name", "metadata.namespace"];
@@ -236,34 +237,96 @@ fn parse_list_params(ctx: &Ctx<'_>) -> ApiResult<ListParams> {
         )
         .into());
     }
-    let exact = match q.get("resourceVersionMatch") {
-        None | Some("") => false,
-        Some(m) if resource_version.is_none() => {
-            let _ = m;
-            return Err(options_invalid(
-                "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
-                    .into(),
-            ));
-        }
-        Some("Exact") => true,
-        Some("NotOlderThan") => false,
-        Some(other) => {
-            return Err(options_invalid(
-                "resourceVersionMatch",
-                format!(
-                    "Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
-                ),
-            ));
+    let watch = ctx.ri.verb == "watch";
+    let rv_match = q.get("resourceVersionMatch").filter(|m| !m.is_empty());
+    let send_initial_events = match q.get("sendInitialEvents") {
+        None | Some("") => None,
+        Some("true") | Some("1") => Some(true),
+        Some("false") | Some("0") => Some(false),
+        Some(v) => {
+            return Err(Status::bad_request(format!(
+                "invalid value for sendInitialEvents: {v:?}: must be a boolean"
+            ))
+            .into());
         }
     };
+    let mut errs = ErrorList::default();
+    if watch {
+        // upstream validateWatchOptions
+        if send_initial_events.is_some() && rv_match != Some("NotOlderThan") {
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if let Some(m) = rv_match {
+            if send_initial_events.is_none() {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                errs.push(FieldError::not_supported(
+                    "resourceVersionMatch",
+                    m,
+                    &["NotOlderThan"],
+                ));
+            }
+            if continue_token.is_some() {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+    } else {
+        // upstream ValidateListOptions
+        if let Some(m) = rv_match {
+            if resource_version.is_none() {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if continue_token.is_some() {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if m != "Exact" && m != "NotOlderThan" {
+                errs.push(FieldError::not_supported(
+                    "resourceVersionMatch",
+                    m,
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if m == "Exact" && resource_version == Some(0) {
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if send_initial_events.is_some() {
+            errs.push(FieldError::forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+    }
+    if !errs.is_empty() {
+        return Err(Status::invalid("meta.k8s.io", "ListOptions", "", errs.to_causes()).into());
+    }
     Ok(ListParams {
         labels,
         fields,
         limit,
         continue_token,
         resource_version,
-        exact,
+        exact: !watch && rv_match == Some("Exact"),
+        send_initial_events,
     })
 }
 
@@ -386,6 +449,13 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
             WatchEvent::Bookmark(rv) => (
                 "BOOKMARK",
                 json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": {"resourceVersion": rv.to_string()}}),
+            ),
+            WatchEvent::InitialEventsEnd(rv) => (
+                "BOOKMARK",
+                json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": {
+                    "resourceVersion": rv.to_string(),
+                    "annotations": {"k8s.io/initial-events-end": "true"},
+                }}),
             ),
             WatchEvent::Error(status) => ("ERROR", serde_json::to_value(&*status).unwrap_or_default()),
         };

@@ -43,6 +43,10 @@ pub struct CacheOptions {
     pub freshness_timeout: Duration,
     /// How many paginated-list snapshots are kept for continue tokens.
     pub snapshots: usize,
+    /// Per-resource event windows (`--watch-cache-sizes`), keyed by
+    /// `<resource>.<group>` (just `<resource>` for the core group); 0 turns
+    /// the watch cache off for that resource.
+    pub sizes: HashMap<String, usize>,
 }
 
 impl Default for CacheOptions {
@@ -53,6 +57,7 @@ impl Default for CacheOptions {
             watcher_buffer: 1024,
             freshness_timeout: Duration::from_secs(3),
             snapshots: 64,
+            sizes: HashMap::new(),
         }
     }
 }
@@ -80,6 +85,26 @@ pub struct CachedEvent {
     pub object: Arc<CachedObject>,
     /// The object before the change.
     pub prev: Option<Arc<CachedObject>>,
+}
+
+/// A started cache watch: the replayed or initial items, the revision
+/// they bring the watcher to, and the live items after it.
+pub struct CacheWatch {
+    /// Initial `Created` events (from the current state) or the replayed
+    /// window events.
+    pub initial: Vec<CacheItem>,
+    /// The cache's revision when the watch was registered: after `initial`
+    /// the watcher has seen everything up to it.
+    pub revision: Revision,
+    /// Everything after `revision`.
+    pub live: BoxStream<'static, CacheItem>,
+}
+
+impl CacheWatch {
+    /// The initial items followed by the live ones, as one stream.
+    pub fn into_stream(self) -> BoxStream<'static, CacheItem> {
+        futures::stream::iter(self.initial).chain(self.live).boxed()
+    }
 }
 
 /// An item of a cache watch.
@@ -293,11 +318,7 @@ impl WatchCache {
     /// current objects come first as `Created` events (at the cache's
     /// revision); with `Some(rev)` every change after `rev` is replayed
     /// from the window (410 Gone when `rev` is older than the window).
-    pub fn watch(
-        &self,
-        prefix: &str,
-        from: Option<Revision>,
-    ) -> ApiResult<BoxStream<'static, CacheItem>> {
+    pub fn watch(&self, prefix: &str, from: Option<Revision>) -> ApiResult<CacheWatch> {
         let mut s = write(&self.state);
         if !s.ready {
             return Err(Status::unavailable("the watch cache is not ready yet; retry").into());
@@ -331,6 +352,7 @@ impl WatchCache {
                     .collect()
             }
         };
+        let revision = s.revision;
         let (tx, rx) = mpsc::channel(self.opts.watcher_buffer);
         let id = s.next_id;
         s.next_id += 1;
@@ -340,8 +362,12 @@ impl WatchCache {
             tx,
         });
         drop(s);
-        let live = tokio_stream::wrappers::ReceiverStream::new(rx);
-        Ok(futures::stream::iter(initial).chain(live).boxed())
+        let live = tokio_stream::wrappers::ReceiverStream::new(rx).boxed();
+        Ok(CacheWatch {
+            initial,
+            revision,
+            live,
+        })
     }
 
     /// The number of open watchers.

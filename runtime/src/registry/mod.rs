@@ -73,6 +73,8 @@ pub struct ListParams {
     pub resource_version: Option<Revision>,
     /// `resourceVersionMatch=Exact`.
     pub exact: bool,
+    /// `sendInitialEvents` of a watch (`None` when absent).
+    pub send_initial_events: Option<bool>,
 }
 
 /// One translated watch event.
@@ -82,6 +84,10 @@ pub enum WatchEvent {
     Object(&'static str, Value),
     /// A bookmark at this revision.
     Bookmark(Revision),
+    /// The bookmark that ends the initial events of a
+    /// `sendInitialEvents=true` watch (annotated
+    /// `k8s.io/initial-events-end`).
+    InitialEventsEnd(Revision),
     /// An error that ends the watch.
     Error(Box<Status>),
 }
@@ -118,14 +124,26 @@ impl Store {
         } else {
             format!("{root_prefix}/{}/{}/", info.group, info.plural)
         };
-        let cache = caches.map(|(caches, opts)| {
+        let resource = if info.group.is_empty() {
+            info.plural.to_string()
+        } else {
+            format!("{}.{}", info.plural, info.group)
+        };
+        let cache = caches.and_then(|(caches, opts)| {
+            let mut opts = opts.clone();
+            if let Some(size) = opts.sizes.get(&resource) {
+                if *size == 0 {
+                    return None;
+                }
+                opts.window = *size;
+            }
             let decoder_kind = kind.clone();
-            caches.get_or_start(
+            Some(caches.get_or_start(
                 &storage,
                 &prefix,
-                opts,
+                &opts,
                 Arc::new(move |kv: &KeyValue| decode_kv(&decoder_kind, kv)),
-            )
+            ))
         });
         Store {
             kind,
@@ -744,8 +762,15 @@ impl Store {
             return self.watch_cached(cache, namespace, params, bookmarks).await;
         }
         let prefix = self.collection_prefix(namespace);
-        let (initial, start) = match params.resource_version {
-            Some(rv) if rv > 0 => (Vec::new(), rv),
+        let (initial, start) = match (params.send_initial_events, params.resource_version) {
+            (Some(false), rv) => {
+                let start = match rv {
+                    Some(rv) if rv > 0 => rv,
+                    _ => self.storage.current_revision().await?,
+                };
+                (Vec::new(), start)
+            }
+            (None, Some(rv)) if rv > 0 => (Vec::new(), rv),
             _ => {
                 let page = self
                     .list(
@@ -775,8 +800,14 @@ impl Store {
             }
             Err(e) => return Err(e.into()),
         };
-        let initial =
-            futures::stream::iter(initial.into_iter().map(|o| WatchEvent::Object("ADDED", o)));
+        let end_marker = (params.send_initial_events == Some(true) && bookmarks)
+            .then_some(WatchEvent::InitialEventsEnd(start));
+        let initial = futures::stream::iter(
+            initial
+                .into_iter()
+                .map(|o| WatchEvent::Object("ADDED", o))
+                .chain(end_marker),
+        );
         let store = self.clone();
         let params = params.clone();
         let live = stream.filter_map(move |item| {
@@ -803,31 +834,42 @@ impl Store {
         bookmarks: bool,
     ) -> ApiResult<futures::stream::BoxStream<'static, WatchEvent>> {
         let prefix = self.collection_prefix(namespace);
-        let from = match params.resource_version {
-            None => {
-                cache.wait_consistent().await?;
-                None
-            }
-            Some(0) => {
-                cache.wait_for(0).await?;
-                None
-            }
-            Some(rv) => {
-                cache.wait_for(rv).await?;
-                Some(rv)
-            }
+        // Wait until the cache is at least as new as the request needs.
+        match params.resource_version {
+            None => cache.wait_consistent().await?,
+            Some(rv) => cache.wait_for(rv).await?,
+        }
+        let from = match (params.send_initial_events, params.resource_version) {
+            // Initial events from the current state.
+            (Some(true), _) | (None, None) | (None, Some(0)) => None,
+            // No initial events: start at the given or the current revision.
+            (Some(false), rv) => Some(rv.filter(|r| *r > 0).unwrap_or_else(|| cache.revision())),
+            (None, Some(rv)) => Some(rv),
         };
-        let items = match cache.watch(&prefix, from) {
-            Ok(items) => items,
+        let watch = match cache.watch(&prefix, from) {
+            Ok(watch) => watch,
             Err(e) if e.code() == 410 => {
                 return Ok(futures::stream::iter(vec![WatchEvent::Error(e.0)]).boxed());
             }
             Err(e) => return Err(e),
         };
+        let end_marker = (params.send_initial_events == Some(true) && bookmarks)
+            .then_some(cache::CacheItem::Progress(watch.revision));
+        let items = futures::stream::iter(watch.initial.into_iter().map(Ok))
+            .chain(futures::stream::iter(end_marker.map(Err)))
+            .chain(watch.live.map(Ok));
         let store = self.clone();
         let params = params.clone();
         let mut last_bookmark = std::time::Instant::now();
         let events = items.filter_map(move |item| {
+            let item = match item {
+                Ok(item) => item,
+                // The marker that ends the initial events.
+                Err(cache::CacheItem::Progress(rev)) => {
+                    return futures::future::ready(Some(WatchEvent::InitialEventsEnd(rev)));
+                }
+                Err(other) => other,
+            };
             let out = match item {
                 cache::CacheItem::Progress(rev) => {
                     if bookmarks && last_bookmark.elapsed() >= BOOKMARK_INTERVAL {
@@ -852,7 +894,7 @@ impl Store {
                     })
                 }
             };
-            async move { out }
+            futures::future::ready(out)
         });
         Ok(events.boxed())
     }

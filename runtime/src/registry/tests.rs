@@ -100,7 +100,10 @@ async fn slow_watcher_is_dropped_while_1000_others_keep_up() {
     let rev = cache.revision();
     let mut tasks = Vec::new();
     for _ in 0..1000 {
-        let mut stream = cache.watch("/registry/namespaces/", Some(rev)).unwrap();
+        let mut stream = cache
+            .watch("/registry/namespaces/", Some(rev))
+            .unwrap()
+            .into_stream();
         tasks.push(tokio::spawn(async move {
             let mut seen = Vec::new();
             while seen.len() < 100 {
@@ -113,7 +116,10 @@ async fn slow_watcher_is_dropped_while_1000_others_keep_up() {
             seen
         }));
     }
-    let mut slow = cache.watch("/registry/namespaces/", Some(rev)).unwrap();
+    let mut slow = cache
+        .watch("/registry/namespaces/", Some(rev))
+        .unwrap()
+        .into_stream();
     // Writes one after the other (each fsync'd): fast watchers drain as
     // they come, the slow one never does.
     for i in 0..100 {
@@ -185,7 +191,7 @@ async fn selectors_filter_lists_and_watches() {
             .unwrap()
         {
             WatchEvent::Object(ty, o) => seen.push((ty, name(&o))),
-            WatchEvent::Bookmark(_) => {}
+            WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_) => {}
             WatchEvent::Error(e) => panic!("{e:?}"),
         }
     }
@@ -290,4 +296,175 @@ async fn watch_from_before_the_window_is_gone() {
         other => panic!("expected 410, got {other:?}"),
     }
     assert!(events.next().await.is_none());
+}
+
+#[tokio::test]
+async fn send_initial_events_ends_with_a_bookmark() {
+    let f = fixture(CacheOptions::default());
+    for i in 0..3 {
+        f.store
+            .create("", hub(&f.store, ns(&format!("s{i}"), json!({}))), false)
+            .await
+            .unwrap();
+    }
+    let params = ListParams {
+        send_initial_events: Some(true),
+        ..Default::default()
+    };
+    let mut events = f.store.watch(None, &params, true).await.unwrap();
+    let mut added = Vec::new();
+    let end = loop {
+        match tokio::time::timeout(Duration::from_secs(5), events.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            WatchEvent::Object("ADDED", o) => added.push(name(&o)),
+            WatchEvent::InitialEventsEnd(rev) => break rev,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(added, ["s0", "s1", "s2"]);
+    assert_eq!(end, f.storage.current_revision().await.unwrap());
+    f.store
+        .create("", hub(&f.store, ns("s3", json!({}))), false)
+        .await
+        .unwrap();
+    match tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o), "s3"),
+        other => panic!("unexpected {other:?}"),
+    }
+
+    // sendInitialEvents=false: only what happens next.
+    let params = ListParams {
+        send_initial_events: Some(false),
+        ..Default::default()
+    };
+    let mut events = f.store.watch(None, &params, true).await.unwrap();
+    f.store
+        .create("", hub(&f.store, ns("s4", json!({}))), false)
+        .await
+        .unwrap();
+    match tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o), "s4"),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn continue_tokens_across_compaction() {
+    // Without a remembered snapshot the continuation is read from storage
+    // at the first page's revision; once compacted that is 410 Expired.
+    let f = fixture(CacheOptions {
+        snapshots: 0,
+        ..Default::default()
+    });
+    for i in 0..6 {
+        f.store
+            .create("", hub(&f.store, ns(&format!("c{i}"), json!({}))), false)
+            .await
+            .unwrap();
+    }
+    let first = f
+        .store
+        .list(
+            None,
+            &ListParams {
+                limit: 2,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let token = first.continue_token.clone().unwrap();
+    // Still readable: the storage serves the old revision.
+    let second = f
+        .store
+        .list(
+            None,
+            &ListParams {
+                limit: 2,
+                continue_token: Some(token.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        second.items.iter().map(name).collect::<Vec<_>>(),
+        ["c2", "c3"]
+    );
+    f.store
+        .create("", hub(&f.store, ns("later", json!({}))), false)
+        .await
+        .unwrap();
+    let current = f.storage.current_revision().await.unwrap();
+    f.storage.compact(current).await.unwrap();
+    let err = f
+        .store
+        .list(
+            None,
+            &ListParams {
+                limit: 2,
+                continue_token: Some(token),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!((err.0.code, err.0.reason.as_str()), (410, "Expired"));
+    assert!(
+        err.0
+            .message
+            .starts_with("The provided continue parameter is too old"),
+        "{}",
+        err.0.message
+    );
+    // An invalid token is a 400.
+    let err = f
+        .store
+        .list(
+            None,
+            &ListParams {
+                limit: 2,
+                continue_token: Some("garbage".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.0.code, 400);
+}
+
+#[tokio::test]
+async fn watch_cache_sizes_can_turn_the_cache_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> =
+        Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+    let kind = Arc::new(
+        KindBuilder::<Namespace>::new()
+            .version::<Namespace>()
+            .build(),
+    );
+    let caches = Caches::default();
+    let mut opts = CacheOptions::default();
+    opts.sizes.insert("namespaces".into(), 0);
+    let store = Store::new(
+        kind.clone(),
+        storage.clone(),
+        "/registry",
+        Some((&caches, &opts)),
+    );
+    assert!(store.cache().is_none());
+    opts.sizes.insert("namespaces".into(), 7);
+    let store = Store::new(kind, storage, "/registry", Some((&caches, &opts)));
+    assert!(store.cache().is_some());
 }
