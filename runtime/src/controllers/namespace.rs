@@ -107,7 +107,7 @@ impl NamespaceController {
             };
             tokio::select! {
                 ev = next_event => match ev {
-                    Some(WatchEvent::Object(_, ns)) => need_sync = is_terminating(&ns),
+                    Some(WatchEvent::Object(_, ns)) => need_sync = is_terminating(&ns.object),
                     Some(WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_)) => {}
                     Some(WatchEvent::Error(_)) | None => {
                         events = None;

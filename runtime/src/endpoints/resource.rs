@@ -430,8 +430,25 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
     let mut first = true;
     let lines = events.map(move |ev| {
         let (ty, object) = match ev {
-            WatchEvent::Object(ty, hub) => {
-                let obj = match kind.encode(info.version, &hub) {
+            // The plain object: encoded once per version and shared by every
+            // watcher (and list) that sends this cached object.
+            WatchEvent::Object(ty, cached) if matches!(target, Target::Object) => {
+                let encoded = cached.encoded(info.version, |hub| {
+                    kind.encode(info.version, hub)
+                        .map_err(|e| e.to_string())
+                        .and_then(|o| serde_json::to_vec(&o).map_err(|e| e.to_string()))
+                        .map(Bytes::from)
+                });
+                return match encoded {
+                    Ok(bytes) => event_line(ty, &bytes),
+                    Err(e) => encode_line(
+                        "ERROR",
+                        &serde_json::to_value(Status::internal(e)).unwrap_or_default(),
+                    ),
+                };
+            }
+            WatchEvent::Object(ty, cached) => {
+                let obj = match kind.encode(info.version, &cached.object) {
                     Ok(o) => o,
                     Err(e) => return encode_line("ERROR", &serde_json::to_value(Status::internal(e.to_string())).unwrap_or_default()),
                 };
@@ -477,6 +494,17 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
         HeaderValue::from_static("application/json"),
     );
     Ok(resp)
+}
+
+/// A watch event line around an already encoded object.
+fn event_line(ty: &str, object: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(object.len() + ty.len() + 24);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(ty.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
 }
 
 fn encode_line(ty: &str, object: &Value) -> Bytes {

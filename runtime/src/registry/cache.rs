@@ -62,7 +62,9 @@ impl Default for CacheOptions {
     }
 }
 
-/// One cached object: its key, revision and decoded hub form.
+/// One cached object: its key, revision and decoded hub form, plus its
+/// encodings, made once per served version and shared by every response
+/// and watcher that sends it.
 #[derive(Debug)]
 pub struct CachedObject {
     /// Storage key.
@@ -71,6 +73,46 @@ pub struct CachedObject {
     pub revision: Revision,
     /// The object in its hub form, `metadata.resourceVersion` set.
     pub object: Value,
+    encodings: Mutex<Vec<(&'static str, bytes::Bytes)>>,
+}
+
+impl CachedObject {
+    /// A cached object without encodings yet.
+    pub fn new(key: String, revision: Revision, object: Value) -> Self {
+        CachedObject {
+            key,
+            revision,
+            object,
+            encodings: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The object's JSON encoding in `version`, made by `encode` on first
+    /// use and shared afterwards.
+    pub fn encoded<E>(
+        &self,
+        version: &'static str,
+        encode: impl FnOnce(&Value) -> Result<bytes::Bytes, E>,
+    ) -> Result<bytes::Bytes, E> {
+        {
+            let memo = self
+                .encodings
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((_, bytes)) = memo.iter().find(|(v, _)| *v == version) {
+                return Ok(bytes.clone());
+            }
+        }
+        let bytes = encode(&self.object)?;
+        let mut memo = self
+            .encodings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !memo.iter().any(|(v, _)| *v == version) {
+            memo.push((version, bytes.clone()));
+        }
+        Ok(bytes)
+    }
 }
 
 /// One change seen by the cache.
@@ -397,11 +439,11 @@ impl WatchCache {
     }
 
     fn apply(&self, ev: storage::Event, decode: &Decoder) -> ApiResult<()> {
-        let object = Arc::new(CachedObject {
-            key: ev.kv.key.clone(),
-            revision: ev.kv.mod_revision,
-            object: decode(&ev.kv)?,
-        });
+        let object = Arc::new(CachedObject::new(
+            ev.kv.key.clone(),
+            ev.kv.mod_revision,
+            decode(&ev.kv)?,
+        ));
         let revision = ev.kv.mod_revision;
         let mut s = write(&self.state);
         if revision <= s.revision {
@@ -492,11 +534,7 @@ async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), S
         let object = decode(kv).map_err(|e| e.to_string())?;
         objects.insert(
             kv.key.clone(),
-            Arc::new(CachedObject {
-                key: kv.key.clone(),
-                revision: kv.mod_revision,
-                object,
-            }),
+            Arc::new(CachedObject::new(kv.key.clone(), kv.mod_revision, object)),
         );
     }
     let mut stream = cache

@@ -80,8 +80,10 @@ pub struct ListParams {
 /// One translated watch event.
 #[derive(Debug, Clone)]
 pub enum WatchEvent {
-    /// `ADDED`, `MODIFIED` or `DELETED` with the object (hub form).
-    Object(&'static str, Value),
+    /// `ADDED`, `MODIFIED` or `DELETED` with the object (hub form). Events
+    /// from the watch cache share one object, and so its encodings, among
+    /// all watchers.
+    Object(&'static str, Arc<cache::CachedObject>),
     /// A bookmark at this revision.
     Bookmark(Revision),
     /// The bookmark that ends the initial events of a
@@ -805,7 +807,12 @@ impl Store {
         let initial = futures::stream::iter(
             initial
                 .into_iter()
-                .map(|o| WatchEvent::Object("ADDED", o))
+                .map(|o| {
+                    WatchEvent::Object(
+                        "ADDED",
+                        Arc::new(cache::CachedObject::new(String::new(), 0, o)),
+                    )
+                })
                 .chain(end_marker),
         );
         let store = self.clone();
@@ -885,13 +892,10 @@ impl Store {
                         .prev
                         .as_ref()
                         .is_some_and(|p| store.matches(&p.object, &params));
-                    transition(ev.kind, before, now).map(|ty| {
-                        let mut obj = ev.object.object.clone();
-                        if ev.kind == storage::EventType::Deleted {
-                            set_resource_version(&mut obj, ev.revision);
-                        }
-                        WatchEvent::Object(ty, obj)
-                    })
+                    // A deleted object carries the delete's revision (the
+                    // storage contract), so the shared object is sent as is.
+                    transition(ev.kind, before, now)
+                        .map(|ty| WatchEvent::Object(ty, ev.object.clone()))
                 }
             };
             futures::future::ready(out)
@@ -919,7 +923,12 @@ impl Store {
                         .unwrap_or(false),
                     None => false,
                 };
-                transition(ev.kind, before, now).map(|ty| WatchEvent::Object(ty, obj))
+                transition(ev.kind, before, now).map(|ty| {
+                    WatchEvent::Object(
+                        ty,
+                        Arc::new(cache::CachedObject::new(ev.kv.key, ev.kv.mod_revision, obj)),
+                    )
+                })
             }
             Err(storage::Error::Compacted {
                 requested,

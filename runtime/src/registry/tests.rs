@@ -190,7 +190,7 @@ async fn selectors_filter_lists_and_watches() {
             .unwrap()
             .unwrap()
         {
-            WatchEvent::Object(ty, o) => seen.push((ty, name(&o))),
+            WatchEvent::Object(ty, o) => seen.push((ty, name(&o.object))),
             WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_) => {}
             WatchEvent::Error(e) => panic!("{e:?}"),
         }
@@ -319,7 +319,7 @@ async fn send_initial_events_ends_with_a_bookmark() {
             .unwrap()
             .unwrap()
         {
-            WatchEvent::Object("ADDED", o) => added.push(name(&o)),
+            WatchEvent::Object("ADDED", o) => added.push(name(&o.object)),
             WatchEvent::InitialEventsEnd(rev) => break rev,
             other => panic!("unexpected {other:?}"),
         }
@@ -335,7 +335,7 @@ async fn send_initial_events_ends_with_a_bookmark() {
         .unwrap()
         .unwrap()
     {
-        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o), "s3"),
+        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o.object), "s3"),
         other => panic!("unexpected {other:?}"),
     }
 
@@ -354,7 +354,7 @@ async fn send_initial_events_ends_with_a_bookmark() {
         .unwrap()
         .unwrap()
     {
-        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o), "s4"),
+        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o.object), "s4"),
         other => panic!("unexpected {other:?}"),
     }
 }
@@ -467,4 +467,26 @@ async fn watch_cache_sizes_can_turn_the_cache_off() {
     opts.sizes.insert("namespaces".into(), 7);
     let store = Store::new(kind, storage, "/registry", Some((&caches, &opts)));
     assert!(store.cache().is_some());
+}
+
+#[test]
+fn cached_objects_are_encoded_once_per_version() {
+    let object = super::cache::CachedObject::new("k".into(), 1, json!({"a": 1}));
+    let mut calls = 0;
+    for _ in 0..3 {
+        let bytes = object
+            .encoded::<()>("v1", |v| {
+                calls += 1;
+                Ok(bytes::Bytes::from(v.to_string()))
+            })
+            .unwrap();
+        assert_eq!(&bytes[..], br#"{"a":1}"#);
+    }
+    object
+        .encoded::<()>("v2", |_| {
+            calls += 1;
+            Ok(bytes::Bytes::new())
+        })
+        .unwrap();
+    assert_eq!(calls, 2);
 }
