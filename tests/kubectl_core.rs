@@ -6,18 +6,6 @@ mod common;
 
 use std::process::Command;
 
-fn kubectl_binary(version: &str) -> String {
-    let var = format!("KUBECTL_{}", version.replace('.', "_"));
-    let bin = std::env::var(&var)
-        .unwrap_or_else(|_| format!("/usr/lib/google-cloud-sdk/bin/kubectl.{version}"));
-    match Command::new(&bin).args(["version", "--client"]).output() {
-        Ok(out) if out.status.success() => bin,
-        _ => panic!(
-            "kubectl {version} not found (tried {bin:?}): install it or set {var}; this test does not skip"
-        ),
-    }
-}
-
 fn run(bin: &str, server: &common::Server, cache: &std::path::Path, args: &[&str]) -> String {
     let out = Command::new(bin)
         .arg("--kubeconfig")
@@ -39,7 +27,7 @@ fn run(bin: &str, server: &common::Server, cache: &std::path::Path, args: &[&str
 }
 
 async fn typed_create_commands(version: &str) {
-    let bin = kubectl_binary(version);
+    let bin = common::kubectl::versioned_binary(version);
     let server = common::Server::start().await;
     let cache = tempfile::tempdir().expect("cache dir");
     let k = |args: &[&str]| run(&bin, &server, cache.path(), args);

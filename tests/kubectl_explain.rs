@@ -6,19 +6,9 @@ mod common;
 
 use std::process::Command;
 
-fn kubectl_binary() -> String {
-    let bin = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
-    match Command::new(&bin).args(["version", "--client"]).output() {
-        Ok(out) if out.status.success() => bin,
-        _ => panic!(
-            "kubectl not found (tried {bin:?}): install kubectl or set KUBECTL=/path/to/kubectl; this test does not skip"
-        ),
-    }
-}
-
 /// `kubectl explain ARGS` must succeed and print every `expected` text.
 fn explain(server: &common::Server, cache: &std::path::Path, args: &[&str], expected: &[&str]) {
-    let out = Command::new(kubectl_binary())
+    let out = Command::new(common::kubectl::default_binary())
         .arg("--kubeconfig")
         .arg(server.kubeconfig())
         .arg("--cache-dir")

@@ -7,65 +7,17 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn kubectl_binary() -> String {
-    let bin = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
-    let found = Command::new(&bin).args(["version", "--client"]).output();
-    match found {
-        Ok(out) if out.status.success() => bin,
-        _ => panic!(
-            "kubectl not found (tried {bin:?}): install kubectl or set KUBECTL=/path/to/kubectl; this test does not skip"
-        ),
-    }
+use common::kubectl::Kubectl;
+
+trait JsonOutput {
+    fn json(&self, args: &[&str]) -> Value;
 }
 
-struct Kubectl {
-    bin: String,
-    kubeconfig: String,
-    cache: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn new(server: &common::Server) -> Self {
-        Kubectl {
-            bin: kubectl_binary(),
-            kubeconfig: server.kubeconfig().display().to_string(),
-            cache: tempfile::tempdir().expect("cache dir"),
-        }
-    }
-
-    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(&self.bin);
-        cmd.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.cache.path())
-            .args(args)
-            .env("HOME", self.cache.path());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        cmd.output().expect("run kubectl")
-    }
-
-    fn ok_with(&self, args: &[&str], env: &[(&str, &str)]) -> String {
-        let out = self.run_with(args, env);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        self.ok_with(args, &[])
-    }
-
+impl JsonOutput for Kubectl {
     fn json(&self, args: &[&str]) -> Value {
         let mut full = args.to_vec();
         full.extend(["-o", "json"]);

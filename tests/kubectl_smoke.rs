@@ -5,61 +5,10 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn kubectl_binary() -> String {
-    let bin = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
-    let found = Command::new(&bin).args(["version", "--client"]).output();
-    match found {
-        Ok(out) if out.status.success() => bin,
-        _ => panic!(
-            "kubectl not found (tried {bin:?}): install kubectl or set KUBECTL=/path/to/kubectl; this test does not skip"
-        ),
-    }
-}
-
-struct Kubectl {
-    bin: String,
-    kubeconfig: String,
-    cache: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn new(server: &common::Server) -> Self {
-        Kubectl {
-            bin: kubectl_binary(),
-            kubeconfig: server.kubeconfig().display().to_string(),
-            cache: tempfile::tempdir().expect("cache dir"),
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(&self.bin);
-        cmd.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.cache.path())
-            .args(args)
-            .env("HOME", self.cache.path());
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("run kubectl")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
+use common::kubectl::Kubectl;
 
 fn write(path: &Path, text: &str) {
     std::fs::write(path, text).expect("write manifest");
