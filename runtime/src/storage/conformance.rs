@@ -833,6 +833,55 @@ pub(crate) async fn concurrent_cas_counter(store: Arc<dyn Storage>) {
     assert_eq!(last.version, i64::try_from(TASKS * INCREMENTS).unwrap() + 1);
 }
 
+/// [`guaranteed_update`](crate::storage::guaranteed_update) from 16 tasks on
+/// one key loses no update; a failing precondition stops it unchanged.
+pub(crate) async fn guaranteed_update_counter(store: Arc<dyn Storage>) {
+    const TASKS: u64 = 16;
+    const INCREMENTS: u64 = 5;
+    let k = key("guaranteed");
+    store.create(&k, val("0")).await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let store = store.clone();
+        let k = k.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..INCREMENTS {
+                crate::storage::guaranteed_update(store.as_ref(), &k, |current| {
+                    let n: u64 = std::str::from_utf8(&current.value)
+                        .map_err(|e| Error::Internal(e.to_string()))?
+                        .parse()
+                        .map_err(|e: std::num::ParseIntError| Error::Internal(e.to_string()))?;
+                    Ok(val(&(n + 1).to_string()))
+                })
+                .await
+                .unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let last = store.get(&k, 0).await.unwrap().unwrap();
+    assert_eq!(last.value, val(&(TASKS * INCREMENTS).to_string()));
+    let err = crate::storage::guaranteed_update(store.as_ref(), &k, |_| {
+        Err(Error::Conflict {
+            key: k.clone(),
+            message: "precondition failed".into(),
+        })
+    })
+    .await
+    .unwrap_err();
+    assert!(matches!(err, Error::Conflict { .. }));
+    assert_eq!(
+        store.get(&k, 0).await.unwrap().unwrap().mod_revision,
+        last.mod_revision
+    );
+    let missing =
+        crate::storage::guaranteed_update(store.as_ref(), &key("nope"), |c| Ok(c.value.clone()))
+            .await;
+    assert!(matches!(missing, Err(Error::NotFound(_))));
+}
+
 /// A 1 MiB value round-trips through create, get, list, update and watch.
 pub(crate) async fn large_value(store: Arc<dyn Storage>) {
     let big: Bytes = (0..1024 * 1024)

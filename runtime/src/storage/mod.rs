@@ -252,3 +252,32 @@ pub trait Storage: Send + Sync + 'static {
         Ok(())
     }
 }
+
+/// Guaranteed update (the generic apiserver's `GuaranteedUpdate`): reads
+/// `key`, lets `update` compute the new value from the current state, and
+/// writes it with a compare-and-swap on the mod revision; on a conflict it
+/// retries with the fresh state. `update` checks preconditions (uid,
+/// resourceVersion) on the state it is given and fails with
+/// [`Error::Conflict`] (or any error) to stop. A missing key is
+/// [`Error::NotFound`].
+pub async fn guaranteed_update<F>(
+    storage: &dyn Storage,
+    key: &str,
+    mut update: F,
+) -> Result<KeyValue>
+where
+    F: FnMut(&KeyValue) -> Result<Bytes> + Send,
+{
+    let mut current = storage
+        .get(key, 0)
+        .await?
+        .ok_or_else(|| Error::NotFound(key.to_string()))?;
+    loop {
+        let value = update(&current)?;
+        match storage.update(key, current.mod_revision, value).await? {
+            WriteOutcome::Done(kv) => return Ok(kv),
+            WriteOutcome::Conflict(Some(fresh)) => current = fresh,
+            WriteOutcome::Conflict(None) => return Err(Error::NotFound(key.to_string())),
+        }
+    }
+}

@@ -1235,6 +1235,7 @@ mod conformance_suite {
         watch_many_writes,
         compaction,
         concurrent_cas_counter,
+        guaranteed_update_counter,
         large_value,
     );
 }

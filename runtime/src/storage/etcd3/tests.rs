@@ -195,6 +195,7 @@ conformance_tests!(
     watch_many_writes,
     compaction,
     concurrent_cas_counter,
+    guaranteed_update_counter,
     large_value,
 );
 
