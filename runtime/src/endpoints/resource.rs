@@ -37,8 +37,6 @@ struct Ctx<'a> {
     ri: &'a RequestInfo,
     query: &'a Query,
     accept: Option<String>,
-    /// `Warning` header texts collected while handling the request.
-    warnings: std::sync::Mutex<Vec<String>>,
 }
 
 pub(super) async fn handle(
@@ -73,7 +71,6 @@ pub(super) async fn handle(
         ri: &ri,
         query: &query,
         accept,
-        warnings: Default::default(),
     };
     let result = match ri.verb.as_str() {
         "get" => get(&ctx).await,
@@ -86,11 +83,9 @@ pub(super) async fn handle(
         "deletecollection" => patching::delete_collection(&ctx, req).await,
         _ => Err(Status::method_not_allowed(req.method().as_str(), info.group, info.plural).into()),
     };
-    let mut resp = result.unwrap_or_else(|e| {
+    result.unwrap_or_else(|e| {
         protobuf::error_negotiated(&e, ctx.accept.as_deref(), ctx.protobuf().is_some())
-    });
-    patching::add_warnings(&ctx, &mut resp);
-    resp
+    })
 }
 
 fn not_acceptable() -> ApiError {
@@ -576,7 +571,7 @@ async fn read_body(
         .kind()
         .decode(info.version, value)
         .map_err(|e| cannot_handle(e.to_string()))?;
-    patching::report_field_issues(ctx, validation, issues, cannot_handle)?;
+    patching::report_field_issues(validation, issues, cannot_handle)?;
     Ok(hub)
 }
 

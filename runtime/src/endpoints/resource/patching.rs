@@ -5,7 +5,7 @@
 
 use axum::extract::Request;
 use axum::response::Response;
-use http::{HeaderValue, StatusCode, header};
+use http::{StatusCode, header};
 use serde_json::{Value, json};
 
 use super::{Ctx, MAX_REQUEST_BODY_BYTES, delete_options, namespace_scope, parse_list_params};
@@ -28,28 +28,10 @@ const SUPPORTED_PATCH_TYPES: [PatchType; 3] =
 /// kube-apiserver's limit on `fieldManager`.
 const FIELD_MANAGER_MAX_LENGTH: usize = 128;
 
-/// Adds one `Warning: 299 - "..."` header per collected warning
-/// (deduplicated, in order).
-pub(super) fn add_warnings(ctx: &Ctx<'_>, resp: &mut Response) {
-    let warnings = match ctx.warnings.lock() {
-        Ok(mut w) => std::mem::take(&mut *w),
-        Err(_) => return,
-    };
-    let mut seen = std::collections::HashSet::new();
-    for text in warnings {
-        if !seen.insert(text.clone()) {
-            continue;
-        }
-        let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
-    }
-}
-
-fn warn(ctx: &Ctx<'_>, texts: impl IntoIterator<Item = String>) {
-    if let Ok(mut w) = ctx.warnings.lock() {
-        w.extend(texts);
+/// Records field-validation warnings for the request's `Warning` headers.
+fn warn(texts: impl IntoIterator<Item = String>) {
+    for text in texts {
+        crate::warning::add(text);
     }
 }
 
@@ -114,7 +96,6 @@ pub(super) fn field_issues(
 /// 400 "... cannot be handled as a ..." error); Warn: each issue becomes a
 /// warning.
 pub(super) fn report_field_issues(
-    ctx: &Ctx<'_>,
     validation: FieldValidation,
     issues: Vec<String>,
     cannot_handle: impl Fn(String) -> ApiError,
@@ -128,7 +109,7 @@ pub(super) fn report_field_issues(
             issues.join(", ")
         ))),
         FieldValidation::Warn => {
-            warn(ctx, issues);
+            warn(issues);
             Ok(())
         }
         FieldValidation::Ignore => Ok(()),
@@ -341,7 +322,7 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
         {
             Ok((obj, _)) => {
                 if validation == FieldValidation::Warn {
-                    warn(ctx, issues);
+                    warn(issues);
                 }
                 return ctx.object_response(StatusCode::OK, &obj);
             }
