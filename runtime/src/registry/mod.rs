@@ -58,6 +58,20 @@ pub struct ListPage {
     pub remaining: Option<i64>,
 }
 
+/// A list page served by the watch cache: the shared cached objects (with
+/// their memoized encodings) instead of copies.
+#[derive(Debug, Default)]
+pub struct SharedPage {
+    /// The cached objects, in key order.
+    pub items: Vec<Arc<cache::CachedObject>>,
+    /// The revision the list was read at.
+    pub resource_version: Revision,
+    /// The continue token, when more items follow.
+    pub continue_token: Option<String>,
+    /// Items after this page (only without selectors).
+    pub remaining: Option<i64>,
+}
+
 /// Options of a list or watch.
 #[derive(Debug, Default, Clone)]
 pub struct ListParams {
@@ -394,9 +408,28 @@ impl Store {
         if let Some(cache) = &self.cache
             && let Some(page) = self.list_cached(cache, namespace, params).await?
         {
-            return Ok(page);
+            return Ok(ListPage {
+                items: page.items.iter().map(|o| o.object.clone()).collect(),
+                resource_version: page.resource_version,
+                continue_token: page.continue_token,
+                remaining: page.remaining,
+            });
         }
         self.list_storage(namespace, params).await
+    }
+
+    /// Lists from the watch cache, sharing the cached objects; `None` when
+    /// only storage can answer (no cache, an exact old revision, or a
+    /// continue token whose snapshot is gone) — then use [`Store::list`].
+    pub async fn list_shared(
+        &self,
+        namespace: Option<&str>,
+        params: &ListParams,
+    ) -> ApiResult<Option<SharedPage>> {
+        match &self.cache {
+            Some(cache) => self.list_cached(cache, namespace, params).await,
+            None => Ok(None),
+        }
     }
 
     /// Serves a list from the watch cache; `None` when only storage can
@@ -407,7 +440,7 @@ impl Store {
         cache: &cache::WatchCache,
         namespace: Option<&str>,
         params: &ListParams,
-    ) -> ApiResult<Option<ListPage>> {
+    ) -> ApiResult<Option<SharedPage>> {
         let prefix = self.collection_prefix(namespace);
         let (snapshot, start) = match &params.continue_token {
             Some(token) => {
@@ -433,14 +466,14 @@ impl Store {
             }
         };
         let filtered = !params.labels.is_empty() || !params.fields.is_empty();
-        let mut page = ListPage {
+        let mut page = SharedPage {
             resource_version: snapshot.revision,
             ..Default::default()
         };
         let mut iter = snapshot.range(&prefix, start.as_deref());
         for o in iter.by_ref() {
             if self.matches(&o.object, params) {
-                page.items.push(o.object.clone());
+                page.items.push(o.clone());
                 if params.limit > 0 && page.items.len() >= params.limit {
                     break;
                 }
