@@ -191,6 +191,21 @@ async fn get(ctx: &Ctx<'_>) -> ApiResult<Response> {
             )))
         })?),
     };
+    let (format, target) = ctx.negotiate(false)?;
+    if format == Format::Json
+        && matches!(target, Target::Object)
+        && let Some(cached) = ctx
+            .store
+            .get_shared(&ctx.ri.namespace, &ctx.ri.name, rv)
+            .await?
+    {
+        let body = shared_encoding(ctx, &cached)?;
+        return Ok(super::bytes_response(
+            StatusCode::OK,
+            "application/json",
+            body,
+        ));
+    }
     let hub = ctx.store.get(&ctx.ri.namespace, &ctx.ri.name, rv).await?;
     ctx.object_response(StatusCode::OK, &hub)
 }

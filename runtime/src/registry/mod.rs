@@ -403,6 +403,27 @@ impl Store {
         }
     }
 
+    /// Reads one object from the watch cache, sharing the cached object
+    /// (and its encodings); `None` when the store has no cache.
+    pub async fn get_shared(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: Option<Revision>,
+    ) -> ApiResult<Option<Arc<cache::CachedObject>>> {
+        let Some(cache) = &self.cache else {
+            return Ok(None);
+        };
+        match resource_version {
+            None => cache.wait_consistent().await?,
+            Some(rv) => cache.wait_for(rv).await?,
+        }
+        match cache.snapshot().get(&self.key(namespace, name)) {
+            Some(o) => Ok(Some(o)),
+            None => Err(self.not_found(name)),
+        }
+    }
+
     /// Lists objects (all namespaces when `namespace` is `None`).
     pub async fn list(&self, namespace: Option<&str>, params: &ListParams) -> ApiResult<ListPage> {
         if let Some(cache) = &self.cache
@@ -594,6 +615,9 @@ impl Store {
     }
 
     fn matches(&self, obj: &Value, params: &ListParams) -> bool {
+        if params.fields.is_empty() && params.labels.is_empty() {
+            return true;
+        }
         let meta = crate::scheme::object_meta(obj);
         params.labels.matches(&meta.labels)
             && params.fields.matches(&|field| field_value(obj, field))
