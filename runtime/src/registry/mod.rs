@@ -385,19 +385,10 @@ impl Store {
         name: &str,
         resource_version: Option<Revision>,
     ) -> ApiResult<Value> {
-        let key = self.key(namespace, name);
-        if let Some(cache) = &self.cache {
-            match resource_version {
-                None => cache.wait_consistent().await?,
-                Some(0) => cache.wait_for(0).await?,
-                Some(rv) => cache.wait_for(rv).await?,
-            }
-            return match cache.snapshot().get(&key) {
-                Some(o) => Ok(o.object.clone()),
-                None => Err(self.not_found(name)),
-            };
+        if let Some(cached) = self.get_shared(namespace, name, resource_version).await? {
+            return Ok(cached.object.clone());
         }
-        match self.storage.get(&key, 0).await? {
+        match self.storage.get(&self.key(namespace, name), 0).await? {
             Some(kv) => self.decode(&kv),
             None => Err(self.not_found(name)),
         }
