@@ -1,7 +1,8 @@
 //! Handlers of resource requests: get, list, watch, create, update, patch,
-//! delete, deletecollection.
+//! delete, deletecollection, and the `/status` and `/scale` subresources.
 
 mod patching;
+mod subresources;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +50,8 @@ pub(super) async fn handle(
     let Some((store, info)) = server.stores.get(&key) else {
         return error_response(&Status::path_not_found().into());
     };
-    if !ri.subresource.is_empty() || (!info.namespaced() && !ri.namespace.is_empty()) {
+    let unserved_subresource = !ri.subresource.is_empty() && !subresources::served(info, &ri);
+    if unserved_subresource || (!info.namespaced() && !ri.namespace.is_empty()) {
         return error_response(&Status::path_not_found().into());
     }
     if info.namespaced() && ri.namespace.is_empty() && !matches!(ri.verb.as_str(), "list" | "watch")
@@ -73,6 +75,7 @@ pub(super) async fn handle(
         accept,
     };
     let result = match ri.verb.as_str() {
+        _ if !ri.subresource.is_empty() => subresources::handle(&ctx, req).await,
         "get" => get(&ctx).await,
         "list" => list(&ctx).await,
         "watch" => watch(&ctx).await,
@@ -96,6 +99,16 @@ fn not_acceptable() -> ApiError {
 }
 
 impl Ctx<'_> {
+    /// The store writes go through: the main resource's, or the request's
+    /// subresource's (`/status` writes change only status).
+    fn writer(&self) -> std::borrow::Cow<'_, Store> {
+        if self.ri.subresource.is_empty() {
+            std::borrow::Cow::Borrowed(self.store)
+        } else {
+            std::borrow::Cow::Owned(self.store.subresource(&self.ri.subresource))
+        }
+    }
+
     fn negotiate(&self, list: bool) -> ApiResult<(Format, Target)> {
         negotiation::negotiate(
             self.accept.as_deref(),
@@ -668,7 +681,7 @@ async fn update(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     let validation = patching::field_validation(ctx, "UpdateOptions")?;
     let hub = read_body(ctx, req, validation).await?;
     let (obj, created) = ctx
-        .store
+        .writer()
         .update(&ctx.ri.namespace, &ctx.ri.name, hub, dry_run)
         .await?;
     ctx.object_response(

@@ -43,6 +43,9 @@ pub struct Store {
     prefix: String,
     cache: Option<Arc<cache::WatchCache>>,
     admission: Arc<admission::Chain>,
+    /// The subresource this store writes through (`""`, `status` or
+    /// `scale`; see [`Store::subresource`]).
+    subresource: &'static str,
 }
 
 /// What a list returns.
@@ -168,6 +171,7 @@ impl Store {
             prefix,
             cache,
             admission: Arc::new(admission::Chain::empty()),
+            subresource: "",
         }
     }
 
@@ -310,6 +314,11 @@ impl Store {
         ] {
             meta.remove(server_set);
         }
+        // With the status subresource, status is only written through
+        // `/status`: a create starts without it.
+        self.kind
+            .reset_status_on_create(&mut hub)
+            .map_err(Self::decode_err)?;
         self.kind
             .prepare_for_create(&mut hub)
             .map_err(Self::decode_err)?;
@@ -653,7 +662,7 @@ impl Store {
         loop {
             let current = self.storage.get(&key, 0).await?;
             let Some(current) = current else {
-                if !self.kind.allow_create_on_update() {
+                if !self.subresource.is_empty() || !self.kind.allow_create_on_update() {
                     return Err(self.not_found(name));
                 }
                 let created = self.create(namespace, hub.clone(), dry_run).await?;
@@ -677,9 +686,7 @@ impl Store {
             let mut new = self
                 .admit_object(Operation::Update, namespace, name, new, Some(&old), dry_run)
                 .await?;
-            self.kind
-                .prepare_for_update(&mut new, &old)
-                .map_err(Self::decode_err)?;
+            self.prepare_write(&mut new, &old)?;
             self.next_generation(&mut new, &old)?;
             let mut errs = self
                 .kind
@@ -700,7 +707,9 @@ impl Store {
                 dry_run,
             )
             .await?;
-            self.warn_update(&new, &old)?;
+            if self.subresource != "status" {
+                self.warn_update(&new, &old)?;
+            }
             if dry_run {
                 let mut out = self.round_trip(&new)?;
                 set_resource_version(&mut out, current.mod_revision);
