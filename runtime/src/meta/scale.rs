@@ -39,12 +39,10 @@ fn is_zero(v: &i32) -> bool {
 #[schemars(rename = "io.k8s.api.autoscaling.v1.Scale")]
 #[schemars(extend("x-kubernetes-group-version-kind" = [{"group": "autoscaling", "kind": "Scale", "version": "v1"}]))]
 pub struct Scale {
-    /// APIVersion defines the versioned schema of this representation of an
-    /// object.
+    /// APIVersion defines the versioned schema of this representation of an object.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub api_version: String,
-    /// Kind is a string value representing the REST resource this object
-    /// represents.
+    /// Kind is a string value representing the REST resource this object represents.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kind: String,
     /// Standard object metadata.
@@ -73,12 +71,10 @@ pub struct ScaleSpec {
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "io.k8s.api.autoscaling.v1.ScaleStatus")]
 pub struct ScaleStatus {
-    /// replicas is the actual number of observed instances of the scaled
-    /// object.
+    /// replicas is the actual number of observed instances of the scaled object.
     #[serde(default)]
     pub replicas: i32,
-    /// selector is the label query over pods that should match the replicas
-    /// count, in the string form of a label selector.
+    /// selector is the label query over pods that should match the replicas count, in the string form of a label selector.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub selector: String,
 }
