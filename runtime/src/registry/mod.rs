@@ -12,6 +12,8 @@ mod lifecycle;
 mod lookup;
 mod selector;
 #[cfg(test)]
+mod subresource_tests;
+#[cfg(test)]
 mod tests;
 
 pub use cache::{CacheOptions, Caches};
