@@ -83,11 +83,12 @@ async fn gzip_large_lists_only_never_watches() {
     assert_eq!(decoded, plain);
 
     // Other spellings kube-apiserver accepts; a q-valued one it does not.
-    for (enc, gzipped) in [("deflate, gzip", true), ("gzip;q=0.8", false), ("br", false)] {
-        let resp = client
-            .send(get(list_path, Some(enc)))
-            .await
-            .expect("LIST");
+    for (enc, gzipped) in [
+        ("deflate, gzip", true),
+        ("gzip;q=0.8", false),
+        ("br", false),
+    ] {
+        let resp = client.send(get(list_path, Some(enc))).await.expect("LIST");
         let got = header(&resp, "content-encoding") == ["gzip"];
         assert_eq!(got, gzipped, "Accept-Encoding: {enc}");
     }
@@ -110,10 +111,7 @@ async fn gzip_large_lists_only_never_watches() {
         format!("{list_path}?watch=true"),
         "/api/v1/watch/namespaces/default/configmaps".to_string(),
     ] {
-        let resp = client
-            .send(get(&path, Some("gzip")))
-            .await
-            .expect("watch");
+        let resp = client.send(get(&path, Some("gzip"))).await.expect("watch");
         assert_eq!(resp.status(), 200);
         assert!(
             header(&resp, "content-encoding").is_empty(),

@@ -19,13 +19,13 @@
 use std::io::Write;
 
 use axum::body::Body;
+use axum::body::HttpBody as _;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use http::{HeaderMap, HeaderValue, header};
-use axum::body::HttpBody as _;
 
 use super::{Query, request_info};
 
@@ -63,9 +63,7 @@ fn accepts_gzip(headers: &HeaderMap, q_values: bool) -> bool {
 /// Whether the request starts a watch (`?watch=true` or a `/watch/` path).
 fn is_watch(req: &Request) -> bool {
     let query = Query::parse(req.uri().query().unwrap_or_default());
-    let watch_query = query
-        .get("watch")
-        .is_some_and(|v| v != "false" && v != "0");
+    let watch_query = query.get("watch").is_some_and(|v| v != "false" && v != "0");
     watch_query || request_info::parse(req.method(), req.uri().path(), false).verb == "watch"
 }
 

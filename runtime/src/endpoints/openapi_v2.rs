@@ -25,8 +25,14 @@ const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protob
 /// The forms, in kube-openapi's order: media sub-type and form.
 const FORMS: [(&str, Form); 3] = [
     ("json", Form::Json),
-    ("com.github.proto-openapi.spec.v2@v1.0+protobuf", Form::Protobuf),
-    ("com.github.proto-openapi.spec.v2.v1.0+protobuf", Form::Protobuf),
+    (
+        "com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        Form::Protobuf,
+    ),
+    (
+        "com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        Form::Protobuf,
+    ),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +135,9 @@ mod tests {
             Some(Form::Protobuf)
         );
         assert_eq!(
-            negotiate(Some("application/json;q=0.5, application/com.github.proto-openapi.spec.v2@v1.0+protobuf")),
+            negotiate(Some(
+                "application/json;q=0.5, application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+            )),
             Some(Form::Protobuf)
         );
         assert_eq!(negotiate(Some("application/yaml")), None);

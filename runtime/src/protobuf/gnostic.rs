@@ -1086,9 +1086,11 @@ macro_rules! non_body {
 }
 
 fn parameter(o: &Object) -> Parameter {
-    let non_body = |variant| ParameterOneof::NonBodyParameter(NonBodyParameter {
-        oneof: Some(variant),
-    });
+    let non_body = |variant| {
+        ParameterOneof::NonBodyParameter(NonBodyParameter {
+            oneof: Some(variant),
+        })
+    };
     let oneof = match o.get("in").and_then(Value::as_str).unwrap_or_default() {
         "body" => ParameterOneof::BodyParameter(BodyParameter {
             description: string(o, "description"),
@@ -1233,11 +1235,7 @@ fn schema(o: &Object) -> Schema {
             Some(Value::Object(s)) => Some(AdditionalPropertiesOneof::Schema(schema(s))),
             _ => None,
         }
-        .map(|oneof| {
-            Box::new(AdditionalPropertiesItem {
-                oneof: Some(oneof),
-            })
-        }),
+        .map(|oneof| Box::new(AdditionalPropertiesItem { oneof: Some(oneof) })),
         r#type: o.get("type").map(|_| TypeItem {
             value: strings(o, "type"),
         }),
@@ -1315,19 +1313,23 @@ fn security_definition(o: &Object) -> SecurityDefinitionsItem {
         ("oauth2", "implicit") => {
             SecurityDefinitionsOneof::Oauth2ImplicitSecurity(oauth2("authorizationUrl"))
         }
-        ("oauth2", "password") => SecurityDefinitionsOneof::Oauth2PasswordSecurity(oauth2("tokenUrl")),
+        ("oauth2", "password") => {
+            SecurityDefinitionsOneof::Oauth2PasswordSecurity(oauth2("tokenUrl"))
+        }
         ("oauth2", "application") => {
             SecurityDefinitionsOneof::Oauth2ApplicationSecurity(oauth2("tokenUrl"))
         }
-        ("oauth2", _) => SecurityDefinitionsOneof::Oauth2AccessCodeSecurity(Oauth2AccessCodeSecurity {
-            r#type: string(o, "type"),
-            flow: string(o, "flow"),
-            scopes: object(o, "scopes").map(scopes),
-            authorization_url: string(o, "authorizationUrl"),
-            token_url: string(o, "tokenUrl"),
-            description: string(o, "description"),
-            vendor_extension: extensions(o),
-        }),
+        ("oauth2", _) => {
+            SecurityDefinitionsOneof::Oauth2AccessCodeSecurity(Oauth2AccessCodeSecurity {
+                r#type: string(o, "type"),
+                flow: string(o, "flow"),
+                scopes: object(o, "scopes").map(scopes),
+                authorization_url: string(o, "authorizationUrl"),
+                token_url: string(o, "tokenUrl"),
+                description: string(o, "description"),
+                vendor_extension: extensions(o),
+            })
+        }
         _ => SecurityDefinitionsOneof::BasicAuthenticationSecurity(BasicAuthenticationSecurity {
             r#type: string(o, "type"),
             description: string(o, "description"),
@@ -1393,19 +1395,32 @@ mod tests {
         let bytes = encode_document(&doc);
         let decoded = Document::decode(bytes.as_slice()).expect("decodes");
         assert_eq!(decoded.swagger, "2.0");
-        assert_eq!(decoded.info.as_ref().map(|i| i.title.as_str()), Some("Kubernetes"));
+        assert_eq!(
+            decoded.info.as_ref().map(|i| i.title.as_str()),
+            Some("Kubernetes")
+        );
 
-        let defs = decoded.definitions.expect("definitions").additional_properties;
+        let defs = decoded
+            .definitions
+            .expect("definitions")
+            .additional_properties;
         assert_eq!(defs[0].name, "T");
         let t = defs[0].value.as_ref().expect("schema");
-        assert_eq!(t.r#type.as_ref().map(|t| t.value.clone()), Some(vec!["object".to_string()]));
+        assert_eq!(
+            t.r#type.as_ref().map(|t| t.value.clone()),
+            Some(vec!["object".to_string()])
+        );
         assert_eq!(t.required, ["spec"]);
         let gvk = &t.vendor_extension[0];
         assert_eq!(gvk.name, "x-kubernetes-group-version-kind");
         let yaml = &gvk.value.as_ref().expect("value").yaml;
         let back: Value = serde_json::from_str(yaml).expect("JSON text");
         assert_eq!(back[0]["kind"], "Thing");
-        let props = &t.properties.as_ref().expect("properties").additional_properties;
+        let props = &t
+            .properties
+            .as_ref()
+            .expect("properties")
+            .additional_properties;
         let names: Vec<&str> = props.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["labels", "list", "mode", "size"]);
         let labels = props[0].value.as_ref().expect("labels");
@@ -1419,7 +1434,10 @@ mod tests {
         assert_eq!(list.vendor_extension[0].name, "x-kubernetes-patch-strategy");
         let mode = props[2].value.as_ref().expect("mode");
         assert_eq!(mode.r#enum.len(), 2);
-        assert_eq!(mode.default.as_ref().map(|d| d.yaml.as_str()), Some("\"a\"\n"));
+        assert_eq!(
+            mode.default.as_ref().map(|d| d.yaml.as_str()),
+            Some("\"a\"\n")
+        );
         let size = props[3].value.as_ref().expect("size");
         assert_eq!((size.minimum, size.max_length), (1.0, 3));
 
@@ -1430,7 +1448,10 @@ mod tests {
             .as_ref()
             .and_then(|p| p.patch.as_ref())
             .expect("patch operation");
-        assert_eq!(patch.vendor_extension[0].name, "x-kubernetes-group-version-kind");
+        assert_eq!(
+            patch.vendor_extension[0].name,
+            "x-kubernetes-group-version-kind"
+        );
         let kinds: Vec<&str> = patch
             .parameters
             .iter()
