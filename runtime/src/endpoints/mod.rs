@@ -2,6 +2,7 @@
 //! resource handlers and everything else (health, version, discovery,
 //! OpenAPI) to plain handlers, and response rendering.
 
+mod compression;
 pub mod documents;
 pub mod negotiation;
 mod openapi_v2;
@@ -174,9 +175,13 @@ impl ApiServer {
         self.shutting_down.store(true, Ordering::SeqCst);
     }
 
-    /// The axum router of the whole API.
+    /// The axum router of the whole API, with gzip response compression
+    /// ([`compression`]'s rules).
     pub fn router(self: Arc<Self>) -> axum::Router {
-        axum::Router::new().fallback(director).with_state(self)
+        axum::Router::new()
+            .fallback(director)
+            .layer(axum::middleware::from_fn(compression::gzip))
+            .with_state(self)
     }
 }
 
@@ -296,7 +301,7 @@ async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Respons
         ),
         "/api" | "/apis" => discovery_root(&server, &req, path.trim_start_matches('/')),
         "/openapi/v3" => document(&req, server.docs.openapi_v3_index.as_ref(), false),
-        "/openapi/v2" => openapi_v2::serve(&req, server.docs.openapi_v2.as_ref()),
+        "/openapi/v2" => openapi_v2::serve(&req, &server.docs),
         _ => {
             if let Some(rest) = path.strip_prefix("/openapi/v3/") {
                 return document(

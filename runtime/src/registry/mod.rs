@@ -718,6 +718,12 @@ impl Store {
                 return Ok((out, false));
             }
             let value = self.encode(&new)?;
+            // Like kube-apiserver's storage, an update that would store the
+            // same bytes writes nothing: the object keeps its
+            // resourceVersion (kubectl then reports "(no change)").
+            if value == current.value {
+                return Ok((old, false));
+            }
             match self
                 .storage
                 .update(&key, current.mod_revision, value)
