@@ -367,6 +367,49 @@ async fn scale_round_trip() {
     assert_eq!(s["details"]["kind"], "Database", "{s}");
     assert_eq!(s["details"]["causes"][0]["field"], "spec.replicas", "{s}");
 
+    // strict field validation of Scale bodies and patches
+    let client = server.client().await;
+    let (code, body) = send(
+        &client,
+        "PUT",
+        &format!("{DBS}/db/scale?fieldValidation=Strict"),
+        Some(json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "db", "namespace": "default"}, "spec": {"replicas": 2, "bogus": 1}})),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        body["message"],
+        "Scale in version \"v1\" cannot be handled as a Scale: strict decoding error: unknown field \"spec.bogus\""
+    );
+    let err = api
+        .patch_scale(
+            "db",
+            &PatchParams {
+                field_validation: Some(kube::api::ValidationDirective::Strict),
+                ..Default::default()
+            },
+            &merge(json!({"spec": {"replicas": 2, "bogus": 1}})),
+        )
+        .await
+        .expect_err("strict patch");
+    let s = status(err);
+    assert_eq!(s["code"], 422, "{s}");
+    assert_eq!(s["details"]["causes"][0]["field"], "patch", "{s}");
+    // a Scale of another API version is refused
+    let (code, body) = send(
+        &client,
+        "PUT",
+        &format!("{DBS}/db/scale"),
+        Some(json!({"apiVersion": "autoscaling/v2", "kind": "Scale", "spec": {"replicas": 2}})),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        body["message"],
+        "the API version in the data (autoscaling/v2) does not match the expected API version (autoscaling/v1)"
+    );
+
     // a missing object
     let err = api.get_scale("nope").await.expect_err("missing");
     assert_eq!(
