@@ -540,6 +540,36 @@ async fn kubectl_scale_and_subresource_flags() {
     assert_eq!(parent["spec"]["replicas"], 3);
     assert_eq!(parent["metadata"]["generation"], 2);
 
+    // --current-replicas reads /scale first and updates it with its
+    // resourceVersion as a precondition
+    let out = k.ok(&[
+        "scale",
+        "database",
+        "db",
+        "--current-replicas=3",
+        "--replicas=2",
+    ]);
+    assert_eq!(out.trim(), "database.showcase.apiforge.dev/db scaled");
+    let wrong = k.run(&[
+        "scale",
+        "database",
+        "db",
+        "--current-replicas=5",
+        "--replicas=4",
+    ]);
+    assert!(!wrong.status.success());
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(
+        stderr.contains("Expected replicas to be 5, was 2"),
+        "{stderr}"
+    );
+    let out = k.ok(&["scale", "database", "db", "--replicas=3"]);
+    assert_eq!(out.trim(), "database.showcase.apiforge.dev/db scaled");
+    assert_eq!(
+        json_of(&api.get("db").await.expect("get"))["metadata"]["generation"],
+        4
+    );
+
     let out = k.ok(&[
         "patch",
         "database",
@@ -562,7 +592,7 @@ async fn kubectl_scale_and_subresource_flags() {
     .expect("kubectl get -o json");
     assert_eq!(got["status"], json!({"phase": "Running", "replicas": 3}));
     assert_eq!(got["spec"]["replicas"], 3);
-    assert_eq!(got["metadata"]["generation"], 2);
+    assert_eq!(got["metadata"]["generation"], 4);
 
     let scale: Value = serde_json::from_str(&k.ok(&[
         "get",
