@@ -367,6 +367,49 @@ async fn scale_round_trip() {
     assert_eq!(s["details"]["kind"], "Database", "{s}");
     assert_eq!(s["details"]["causes"][0]["field"], "spec.replicas", "{s}");
 
+    // strict field validation of Scale bodies and patches
+    let client = server.client().await;
+    let (code, body) = send(
+        &client,
+        "PUT",
+        &format!("{DBS}/db/scale?fieldValidation=Strict"),
+        Some(json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "db", "namespace": "default"}, "spec": {"replicas": 2, "bogus": 1}})),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        body["message"],
+        "Scale in version \"v1\" cannot be handled as a Scale: strict decoding error: unknown field \"spec.bogus\""
+    );
+    let err = api
+        .patch_scale(
+            "db",
+            &PatchParams {
+                field_validation: Some(kube::api::ValidationDirective::Strict),
+                ..Default::default()
+            },
+            &merge(json!({"spec": {"replicas": 2, "bogus": 1}})),
+        )
+        .await
+        .expect_err("strict patch");
+    let s = status(err);
+    assert_eq!(s["code"], 422, "{s}");
+    assert_eq!(s["details"]["causes"][0]["field"], "patch", "{s}");
+    // a Scale of another API version is refused
+    let (code, body) = send(
+        &client,
+        "PUT",
+        &format!("{DBS}/db/scale"),
+        Some(json!({"apiVersion": "autoscaling/v2", "kind": "Scale", "spec": {"replicas": 2}})),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        body["message"],
+        "the API version in the data (autoscaling/v2) does not match the expected API version (autoscaling/v1)"
+    );
+
     // a missing object
     let err = api.get_scale("nope").await.expect_err("missing");
     assert_eq!(
@@ -497,6 +540,36 @@ async fn kubectl_scale_and_subresource_flags() {
     assert_eq!(parent["spec"]["replicas"], 3);
     assert_eq!(parent["metadata"]["generation"], 2);
 
+    // --current-replicas reads /scale first and updates it with its
+    // resourceVersion as a precondition
+    let out = k.ok(&[
+        "scale",
+        "database",
+        "db",
+        "--current-replicas=3",
+        "--replicas=2",
+    ]);
+    assert_eq!(out.trim(), "database.showcase.apiforge.dev/db scaled");
+    let wrong = k.run(&[
+        "scale",
+        "database",
+        "db",
+        "--current-replicas=5",
+        "--replicas=4",
+    ]);
+    assert!(!wrong.status.success());
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(
+        stderr.contains("Expected replicas to be 5, was 2"),
+        "{stderr}"
+    );
+    let out = k.ok(&["scale", "database", "db", "--replicas=3"]);
+    assert_eq!(out.trim(), "database.showcase.apiforge.dev/db scaled");
+    assert_eq!(
+        json_of(&api.get("db").await.expect("get"))["metadata"]["generation"],
+        4
+    );
+
     let out = k.ok(&[
         "patch",
         "database",
@@ -519,7 +592,7 @@ async fn kubectl_scale_and_subresource_flags() {
     .expect("kubectl get -o json");
     assert_eq!(got["status"], json!({"phase": "Running", "replicas": 3}));
     assert_eq!(got["spec"]["replicas"], 3);
-    assert_eq!(got["metadata"]["generation"], 2);
+    assert_eq!(got["metadata"]["generation"], 4);
 
     let scale: Value = serde_json::from_str(&k.ok(&[
         "get",
