@@ -144,6 +144,7 @@ fn main() -> anyhow::Result<()> {
         storage_prefix: "/registry".into(),
         watch_cache: Some(Default::default()),
         admission: Default::default(),
+        filters: Default::default(),
     };
     let version = VersionInfo {
         major: "1".into(),
