@@ -11,7 +11,8 @@
 //!   `internal server error: <reason>`.
 //!
 //! Checks: `ping` and `log` everywhere; the storage check (`etcd`, or
-//! `embedded-store`) everywhere; `poststarthook/<hook>` everywhere (failing
+//! `embedded-store`) everywhere, and `etcd-readiness` on `/readyz` when on
+//! etcd; `poststarthook/<hook>` everywhere (failing
 //! until the hook finished); `shutdown` on `/readyz` only (failing once
 //! shutdown started).
 
@@ -96,11 +97,11 @@ impl Health {
         });
     }
 
-    /// Adds the storage check: a current-revision round trip within 2 s.
-    pub fn add_storage(&mut self, name: &str, storage: Arc<dyn Storage>) {
+    /// Adds a storage check: a current-revision round trip within 2 s.
+    pub fn add_storage(&mut self, name: &str, readyz_only: bool, storage: Arc<dyn Storage>) {
         self.add(
             name,
-            false,
+            readyz_only,
             Arc::new(move || {
                 let storage = storage.clone();
                 Box::pin(async move {

@@ -23,20 +23,20 @@ pub struct HookContext {
 }
 
 /// A hook's body.
-pub type HookFn = Box<dyn FnOnce(HookContext) -> BoxFuture<'static, Result<(), String>> + Send>;
+pub type HookFn<C> = Box<dyn FnOnce(C) -> BoxFuture<'static, Result<(), String>> + Send>;
 
-/// A named hook.
-pub struct Hook {
+/// A named hook, given a `C` (the server's [`HookContext`]) when it runs.
+pub struct Hook<C = HookContext> {
     /// The hook's name (`poststarthook/<name>` is its check).
     pub name: String,
-    run: HookFn,
+    run: HookFn<C>,
 }
 
-impl Hook {
+impl<C> Hook<C> {
     /// A hook named `name` running `run`.
     pub fn new<F, Fut>(name: impl Into<String>, run: F) -> Self
     where
-        F: FnOnce(HookContext) -> Fut + Send + 'static,
+        F: FnOnce(C) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
     {
         Hook {
@@ -47,11 +47,11 @@ impl Hook {
 }
 
 /// Post-start hooks with their readiness flags.
-pub struct PostStartHooks(Vec<(Hook, Arc<AtomicBool>)>);
+pub struct PostStartHooks<C = HookContext>(Vec<(Hook<C>, Arc<AtomicBool>)>);
 
-impl PostStartHooks {
+impl<C: Clone + Send + 'static> PostStartHooks<C> {
     /// Registers `hooks` and their `poststarthook/<name>` checks.
-    pub fn register(hooks: Vec<Hook>, health: &mut Health) -> Self {
+    pub fn register(hooks: Vec<Hook<C>>, health: &mut Health) -> Self {
         PostStartHooks(
             hooks
                 .into_iter()
@@ -66,7 +66,7 @@ impl PostStartHooks {
     /// Runs every hook concurrently. Completes with the first failure as
     /// `(name, error)`, or stays pending forever once all succeeded (so it
     /// can sit in a `select!`).
-    pub async fn run(self, ctx: HookContext) -> (String, String) {
+    pub async fn run(self, ctx: C) -> (String, String) {
         let mut tasks = tokio::task::JoinSet::new();
         for (hook, flag) in self.0 {
             let ctx = ctx.clone();
@@ -95,7 +95,7 @@ impl PostStartHooks {
 }
 
 /// Runs pre-shutdown hooks concurrently; failures are logged.
-pub async fn run_pre_shutdown(hooks: Vec<Hook>, ctx: HookContext) {
+pub async fn run_pre_shutdown<C: Clone + Send + 'static>(hooks: Vec<Hook<C>>, ctx: C) {
     let mut tasks = tokio::task::JoinSet::new();
     for hook in hooks {
         let ctx = ctx.clone();
@@ -109,4 +109,60 @@ pub async fn run_pre_shutdown(hooks: Vec<Hook>, ctx: HookContext) {
         });
     }
     while tasks.join_next().await.is_some() {}
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::endpoints::Query;
+    use crate::server::healthz::Endpoint;
+
+    async fn readyz(health: &Health, check: Option<&str>) -> u16 {
+        health
+            .serve(Endpoint::Readyz, check, &Query::default())
+            .await
+            .status()
+            .as_u16()
+    }
+
+    #[tokio::test]
+    async fn checks_pass_once_hooks_finish_and_a_failure_is_reported() {
+        let mut health = Health::default();
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let hooks = PostStartHooks::register(
+            vec![
+                Hook::new("slow", |(): ()| async move {
+                    released.await.map_err(|e| e.to_string())
+                }),
+                Hook::new("fast", |(): ()| async { Ok(()) }),
+            ],
+            &mut health,
+        );
+        let health = Arc::new(health);
+        assert_eq!(readyz(&health, None).await, 500);
+        let running = tokio::spawn(hooks.run(()));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(readyz(&health, Some("poststarthook/fast")).await, 200);
+        assert_eq!(readyz(&health, Some("poststarthook/slow")).await, 500);
+        let _ = release.send(());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(readyz(&health, None).await, 200);
+        assert!(!running.is_finished(), "success keeps the runner pending");
+        running.abort();
+
+        let mut health = Health::default();
+        let hooks = PostStartHooks::register(
+            vec![Hook::new("broken", |(): ()| async {
+                Err("cannot start".to_string())
+            })],
+            &mut health,
+        );
+        let failure = tokio::time::timeout(Duration::from_secs(5), hooks.run(()))
+            .await
+            .expect("a failure ends the runner");
+        assert_eq!(failure, ("broken".to_string(), "cannot start".to_string()));
+        assert_eq!(readyz(&health, Some("poststarthook/broken")).await, 500);
+    }
 }

@@ -125,22 +125,32 @@ pub async fn run(
         &config.storage_prefix,
     ));
     let mut health = healthz::Health::default();
-    health.add_storage(storage.health_check_name(), storage.clone());
+    let storage_check = storage.health_check_name();
+    health.add_storage(storage_check, false, storage.clone());
+    if storage_check == "etcd" {
+        health.add_storage("etcd-readiness", true, storage.clone());
+    }
     let post_start = lifecycle::PostStartHooks::register(
         vec![
-            lifecycle::Hook::new("bootstrap-system-namespaces", |ctx| async move {
-                ctx.server.bootstrap().await.map_err(|e| e.to_string())
-            }),
-            lifecycle::Hook::new("start-namespace-controller", move |ctx| async move {
-                crate::controllers::start(&ctx.server, controllers_stop_rx);
-                Ok(())
-            }),
+            lifecycle::Hook::new(
+                "bootstrap-system-namespaces",
+                |ctx: lifecycle::HookContext| async move {
+                    ctx.server.bootstrap().await.map_err(|e| e.to_string())
+                },
+            ),
+            lifecycle::Hook::new(
+                "start-namespace-controller",
+                move |ctx: lifecycle::HookContext| async move {
+                    crate::controllers::start(&ctx.server, controllers_stop_rx);
+                    Ok(())
+                },
+            ),
         ],
         &mut health,
     );
     let pre_shutdown = vec![lifecycle::Hook::new(
         "stop-namespace-controller",
-        move |_| async move {
+        move |_: lifecycle::HookContext| async move {
             let _ = controllers_stop_tx.send(true);
             Ok(())
         },
