@@ -22,7 +22,7 @@ async fn sigterm_drains_and_loses_no_acknowledged_write() {
     let dir = tmp.path().join("data");
     let port = common::free_port();
     let mut server =
-        common::Server::start_in(&dir, port, &["--shutdown-delay-duration", "2s"]).await;
+        common::Server::start_in(&dir, port, &["--shutdown-delay-duration", "3s"]).await;
     let client = server.client().await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 
@@ -80,7 +80,7 @@ async fn sigterm_drains_and_loses_no_acknowledged_write() {
     let signalled = Instant::now();
     // Readiness fails at once...
     let mut readyz = None;
-    while signalled.elapsed() < Duration::from_secs(2) {
+    while signalled.elapsed() < Duration::from_secs(3) {
         let resp = raw::anonymous(&server, "GET", "/readyz?verbose").await;
         if resp.status == 500 {
             readyz = Some(resp);
@@ -113,7 +113,7 @@ async fn sigterm_drains_and_loses_no_acknowledged_write() {
     .await;
     assert_eq!(resp.status, 200);
     assert!(
-        signalled.elapsed() < Duration::from_secs(2),
+        signalled.elapsed() < Duration::from_secs(3),
         "the checks above ran within the delay"
     );
 
@@ -124,7 +124,7 @@ async fn sigterm_drains_and_loses_no_acknowledged_write() {
         server.log()
     );
     assert!(
-        signalled.elapsed() >= Duration::from_secs(2),
+        signalled.elapsed() >= Duration::from_secs(3),
         "the listener stayed open for the shutdown delay"
     );
     stop.store(true, Ordering::SeqCst);

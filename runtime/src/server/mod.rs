@@ -74,11 +74,37 @@ pub struct Config {
     pub filters: crate::filters::ChainConfig,
 }
 
+impl Config {
+    /// Fills in what was left to defaults (the advertise address: the bind
+    /// address) and seals the result: [`run`] only takes a
+    /// [`CompletedConfig`], so a configuration cannot be served without
+    /// being completed.
+    pub fn complete(mut self) -> CompletedConfig {
+        if self.advertise_address.is_none() {
+            self.advertise_address = Some(self.bind_address);
+        }
+        CompletedConfig(self)
+    }
+}
+
+/// A [`Config`] after [`Config::complete`]; read its fields through
+/// `Deref`.
+#[derive(Clone, Debug)]
+pub struct CompletedConfig(Config);
+
+impl std::ops::Deref for CompletedConfig {
+    type Target = Config;
+
+    fn deref(&self) -> &Config {
+        &self.0
+    }
+}
+
 /// Starts serving and runs until `shutdown` completes, then shuts down
 /// gracefully: readiness fails, the listener closes after the shutdown
 /// delay, watches end, and in-flight requests finish.
 pub async fn run(
-    config: Config,
+    config: CompletedConfig,
     scheme: Scheme,
     docs: Documents,
     storage: Arc<dyn Storage>,
