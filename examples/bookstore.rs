@@ -144,6 +144,7 @@ fn main() -> anyhow::Result<()> {
         storage_prefix: "/registry".into(),
         watch_cache: Some(Default::default()),
         admission: Default::default(),
+        filters: Default::default(),
     };
     let version = VersionInfo {
         major: "1".into(),
@@ -164,7 +165,8 @@ fn main() -> anyhow::Result<()> {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        apiforge_runtime::server::run(config, scheme, docs, storage, version, shutdown).await?;
+        apiforge_runtime::server::run(config.complete(), scheme, docs, storage, version, shutdown)
+            .await?;
         anyhow::Ok(())
     })
 }

@@ -13,7 +13,7 @@ pub mod table;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -60,9 +60,9 @@ pub struct ApiServer {
     scheme: Scheme,
     stores: HashMap<(String, String, String), (Store, &'static KindInfo)>,
     docs: Documents,
-    admin_token: String,
     version: VersionInfo,
-    shutting_down: AtomicBool,
+    health: Arc<crate::server::healthz::Health>,
+    min_request_timeout: Duration,
     shutdown: tokio::sync::watch::Receiver<bool>,
 }
 
@@ -76,14 +76,17 @@ pub struct ApiServerParts {
     pub storage_prefix: String,
     /// The generated documents.
     pub docs: Documents,
-    /// The admin bearer token.
-    pub admin_token: String,
     /// What `/version` reports.
     pub version: VersionInfo,
     /// Watch cache settings; `None` serves reads from storage.
     pub watch_cache: Option<CacheOptions>,
     /// The enabled admission plugins, in order.
     pub admission: crate::admission::Plugins,
+    /// The health checks served at `/healthz`, `/livez`, `/readyz`.
+    pub health: Arc<crate::server::healthz::Health>,
+    /// `--min-request-timeout`: watches without `timeoutSeconds` end after
+    /// a random time in `[1x, 2x)` of it.
+    pub min_request_timeout: Duration,
 }
 
 /// Maximum request body size (kube-apiserver's 3 MiB default).
@@ -97,10 +100,11 @@ impl ApiServer {
             storage,
             storage_prefix,
             docs,
-            admin_token,
             version,
             watch_cache,
             admission,
+            health,
+            min_request_timeout,
         } = parts;
         let mut stores = HashMap::new();
         let caches = Caches::default();
@@ -129,9 +133,9 @@ impl ApiServer {
             scheme,
             stores,
             docs,
-            admin_token,
             version,
-            shutting_down: AtomicBool::new(false),
+            health,
+            min_request_timeout,
             shutdown,
         }
     }
@@ -172,7 +176,42 @@ impl ApiServer {
 
     /// Marks the server as shutting down: `/readyz` fails from now on.
     pub fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::SeqCst);
+        self.health.begin_shutdown();
+    }
+
+    /// How long a watch without `timeoutSeconds` lasts: a random time in
+    /// `[1x, 2x)` of `--min-request-timeout`.
+    pub(crate) fn default_watch_timeout(&self) -> Duration {
+        use rand::Rng;
+        let base = self.min_request_timeout.as_secs_f64();
+        Duration::from_secs_f64(base * (1.0 + rand::rng().random_range(0.0..1.0)))
+    }
+
+    /// Counts objects per resource into `apiserver_storage_objects`.
+    async fn update_storage_objects(&self) {
+        let mut seen = std::collections::HashSet::new();
+        for (store, _) in self.stores() {
+            let info = store.kind().storage_info();
+            let resource = if info.group.is_empty() {
+                info.plural.to_string()
+            } else {
+                format!("{}.{}", info.plural, info.group)
+            };
+            if !seen.insert(resource.clone()) {
+                continue;
+            }
+            let count = tokio::time::timeout(
+                Duration::from_secs(2),
+                store.storage().count(store.prefix()),
+            )
+            .await;
+            if let Ok(Ok(n)) = count {
+                crate::metrics::global()
+                    .storage_objects
+                    .with_label_values(&[resource.as_str()])
+                    .set(n);
+            }
+        }
     }
 
     /// The axum router of the whole API, with gzip response compression
@@ -231,68 +270,37 @@ pub(crate) fn error_response(err: &ApiError) -> Response {
     resp
 }
 
-fn text(code: StatusCode, body: &'static str) -> Response {
-    bytes_response(
-        code,
-        "text/plain; charset=utf-8",
-        Bytes::from_static(body.as_bytes()),
-    )
-}
-
-fn is_public_path(path: &str) -> bool {
-    matches!(path, "/healthz" | "/livez" | "/readyz" | "/version")
-        || path.starts_with("/healthz/")
-        || path.starts_with("/livez/")
-        || path.starts_with("/readyz/")
-}
-
-fn authenticated(server: &ApiServer, req: &Request) -> bool {
-    let Some(value) = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let Some(token) = value.strip_prefix("Bearer ").map(str::trim) else {
-        return false;
-    };
-    constant_time_eq(token.as_bytes(), server.admin_token.as_bytes())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Routes every request.
+/// Routes every request (behind the filter chain, [`crate::filters`]).
 async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
-    if !is_public_path(&path) && !authenticated(&server, &req) {
-        return error_response(&Status::unauthorized().into());
-    }
     let query = req.uri().query().unwrap_or_default().to_string();
     let params = Query::parse(&query);
-    let watch = params
-        .get("watch")
-        .is_some_and(|v| v != "false" && v != "0");
-    let info = request_info::parse(req.method(), &path, watch);
+    let info = match req.extensions().get::<request_info::RequestInfo>() {
+        Some(info) => info.clone(),
+        None => crate::filters::request_info::from_request(&req),
+    };
     if info.is_resource_request {
-        return crate::warning::record(resource::handle(server, info, params, req)).await;
+        return resource::handle(server, info, params, req).await;
     }
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
         return error_response(&Status::path_not_found().into());
     }
+    let mut segments = path.trim_start_matches('/').splitn(2, '/');
+    if let Some(endpoint) = segments
+        .next()
+        .and_then(crate::server::healthz::Endpoint::from_name)
+    {
+        let check = segments.next().filter(|c| !c.is_empty());
+        return server.health.serve(endpoint, check, &params).await;
+    }
     match path.as_str() {
-        "/healthz" | "/livez" => text(StatusCode::OK, "ok"),
-        "/readyz" => {
-            if server.shutting_down.load(Ordering::SeqCst) {
-                text(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "[-]shutdown failed: process is shutting down\nreadyz check failed",
-                )
-            } else {
-                text(StatusCode::OK, "ok")
-            }
+        "/metrics" => {
+            server.update_storage_objects().await;
+            bytes_response(
+                StatusCode::OK,
+                crate::metrics::CONTENT_TYPE,
+                Bytes::from(crate::metrics::global().render()),
+            )
         }
         "/version" => respond(
             StatusCode::OK,
@@ -422,6 +430,14 @@ impl Query {
                 .into_owned()
                 .collect(),
         )
+    }
+
+    /// Every value of `key`, in order.
+    pub fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The first value of `key`.

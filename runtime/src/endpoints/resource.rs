@@ -500,10 +500,7 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
     let include = ctx.include_object()?;
     let bookmarks = ctx.query.get("allowWatchBookmarks") == Some("true");
     let timeout = match ctx.query.get("timeoutSeconds") {
-        None | Some("") => {
-            use rand::Rng;
-            Duration::from_secs(rand::rng().random_range(1800..3600))
-        }
+        None | Some("") => ctx.server.default_watch_timeout(),
         Some(v) => match v.parse::<u64>() {
             Ok(n) => Duration::from_secs(n),
             Err(_) => {
@@ -518,6 +515,11 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
         .store
         .watch(namespace_scope(ctx), &params, bookmarks)
         .await?;
+    let watcher = crate::metrics::GaugeGuard::new(
+        crate::metrics::global()
+            .registered_watchers
+            .with_label_values(&[ctx.info.group, ctx.info.version, ctx.info.kind]),
+    );
     let kind = ctx.store.kind().clone();
     let info = ctx.info;
     let mut first = true;
@@ -568,6 +570,7 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
     });
     let mut shutdown = ctx.server.shutdown.clone();
     let stop = async move {
+        let _watcher = watcher;
         tokio::select! {
             _ = tokio::time::sleep(timeout) => {}
             _ = shutdown.wait_for(|v| *v) => {}

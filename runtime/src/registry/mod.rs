@@ -182,6 +182,17 @@ impl Store {
         self.cache.as_ref()
     }
 
+    /// The storage key prefix of this store's objects
+    /// (`<prefix>/<group>/<plural>/`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The storage backend.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
     /// The kind this store serves.
     pub fn kind(&self) -> &Arc<Kind> {
         &self.kind
