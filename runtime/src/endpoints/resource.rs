@@ -659,7 +659,7 @@ async fn read_body(
         value = Value::Object(Default::default());
     }
     let issues = patching::field_issues(ctx, validation, format, &bytes, &value);
-    check_body_kind(ctx, &value)?;
+    check_body_kind(ctx, &value, &bytes)?;
     let hub = ctx
         .store
         .kind()
@@ -700,7 +700,7 @@ async fn decode_yaml(text: String) -> Result<Value, String> {
 /// of the same kind is "the API version in the data ... does not match";
 /// a kind the server does not serve in that version, or another kind, is
 /// "cannot be handled".
-fn check_body_kind(ctx: &Ctx<'_>, value: &Value) -> ApiResult<()> {
+fn check_body_kind(ctx: &Ctx<'_>, value: &Value, body: &[u8]) -> ApiResult<()> {
     let info = ctx.info;
     let api_version = value
         .get("apiVersion")
@@ -719,7 +719,7 @@ fn check_body_kind(ctx: &Ctx<'_>, value: &Value) -> ApiResult<()> {
             return Err(Status::bad_request(format!(
                 "the object provided is unrecognized (must be of type {}): unexpected GroupVersion string: {api_version} ({})",
                 info.kind,
-                crate::go_errors::summarize_body(value.to_string().as_bytes())
+                crate::go_errors::summarize_body(body)
             ))
             .into());
         }
