@@ -4,17 +4,14 @@
 //! types and broken patches, on a wardle Flunder (namespaced) and a core
 //! Namespace (cluster-scoped). Each answer is kube-apiserver's Status (code,
 //! reason, message, details) and changes nothing. Also the inputs near the
-//! edge that kube-apiserver accepts, and the BanFlunder admission plugin.
+//! edge that kube-apiserver accepts.
 
 mod common;
-
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 const FLUNDERS: &str = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
 const NAMESPACES: &str = "/api/v1/namespaces";
-const FISCHERS: &str = "/apis/wardle.example.com/v1alpha1/fischers";
 const JSON: &str = "application/json";
 const YAML: &str = "application/yaml";
 const MERGE: &str = "application/merge-patch+json";
@@ -987,115 +984,4 @@ async fn inputs_upstream_accepts_are_accepted() {
         "{}",
         r.body
     );
-}
-
-async fn create_fischer(client: &kube::Client) {
-    let r = send(client, "POST", FISCHERS, &[("content-type", JSON)],
-        br#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"Fischer","metadata":{"name":"ban"},"disallowedFlunders":["x","y"]}"#.to_vec()).await;
-    assert_eq!(r.code, 201, "{}", r.body);
-}
-
-fn flunder_body(name: &str) -> Vec<u8> {
-    format!(r#"{{"metadata":{{"name":"{name}"}}}}"#).into_bytes()
-}
-
-#[tokio::test]
-async fn ban_flunder_refuses_names_a_fischer_disallows() {
-    let (_server, client) = fixture().await;
-    create_fischer(&client).await;
-    let ct = [("content-type", JSON)];
-    // The plugin may read Fischers from a cache: wait (with dry runs) until
-    // it refuses, then create for real.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = send(
-            &client,
-            "POST",
-            &format!("{FLUNDERS}?dryRun=All"),
-            &ct,
-            flunder_body("x"),
-        )
-        .await;
-        if r.code == 403 {
-            break;
-        }
-        assert_eq!(r.code, 201, "{}", r.body);
-        assert!(Instant::now() < deadline, "BanFlunder never refused \"x\"");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let refused = send(&client, "POST", FLUNDERS, &ct, flunder_body("x"))
-        .await
-        .body;
-    assert_eq!(
-        refused,
-        json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
-               "message":"flunders.wardle.example.com \"x\" is forbidden: this name may not be used, please change the resource name",
-               "reason":"Forbidden","details":{"name":"x","group":"wardle.example.com","kind":"flunders"},"code":403})
-    );
-    // Also through v1alpha1, and in dry runs; nothing is stored.
-    let r = send(
-        &client,
-        "POST",
-        "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
-        &ct,
-        flunder_body("y"),
-    )
-    .await;
-    assert_eq!(
-        (r.code, r.body["message"].as_str()),
-        (
-            403,
-            Some(
-                "flunders.wardle.example.com \"y\" is forbidden: this name may not be used, please change the resource name"
-            )
-        )
-    );
-    let r = send(
-        &client,
-        "POST",
-        &format!("{FLUNDERS}?dryRun=All"),
-        &ct,
-        flunder_body("x"),
-    )
-    .await;
-    assert_eq!(r.code, 403, "{}", r.body);
-    let r = send(&client, "GET", &format!("{FLUNDERS}/x"), &[], Vec::new()).await;
-    assert_eq!(r.code, 404, "{}", r.body);
-    // Other names pass; updates of existing flunders are not checked.
-    let r = send(&client, "POST", FLUNDERS, &ct, flunder_body("z")).await;
-    assert_eq!(r.code, 201, "{}", r.body);
-    // Fischers themselves are never checked.
-    let r = send(
-        &client,
-        "POST",
-        FISCHERS,
-        &ct,
-        br#"{"metadata":{"name":"x"},"disallowedFlunders":["x"]}"#.to_vec(),
-    )
-    .await;
-    assert_eq!(r.code, 201, "{}", r.body);
-}
-
-#[tokio::test]
-async fn ban_flunder_can_be_disabled() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let server = common::Server::start_in(
-        &tmp.path().join("data"),
-        common::free_port(),
-        &["--disable-admission-plugins=BanFlunder"],
-    )
-    .await;
-    let client = server.client().await;
-    create_fischer(&client).await;
-    // Give a cache-based plugin time to see the Fischer: it must stay silent.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let r = send(
-        &client,
-        "POST",
-        FLUNDERS,
-        &[("content-type", JSON)],
-        flunder_body("x"),
-    )
-    .await;
-    assert_eq!(r.code, 201, "{}", r.body);
 }

@@ -216,6 +216,12 @@ async fn get(ctx: &Ctx<'_>) -> ApiResult<Response> {
     ctx.object_response(StatusCode::OK, &hub)
 }
 
+/// A boolean query parameter: everything but `0` and `false` (any case)
+/// is true, as kube-apiserver's parameter conversion reads it.
+fn query_bool(v: &str) -> bool {
+    v != "0" && !v.eq_ignore_ascii_case("false")
+}
+
 /// `timeoutSeconds` (list and watch): an integer, else 400 with Go's
 /// strconv text.
 fn timeout_seconds_param(q: &Query) -> ApiResult<Option<i64>> {
@@ -264,16 +270,11 @@ fn parse_list_params(ctx: &Ctx<'_>) -> ApiResult<ListParams> {
     }
     let watch = ctx.ri.verb == "watch";
     let rv_match = q.get("resourceVersionMatch").filter(|m| !m.is_empty());
+    // Booleans as kube-apiserver's query decoding reads them: only `0` and
+    // `false` are false.
     let send_initial_events = match q.get("sendInitialEvents") {
         None | Some("") => None,
-        Some("true") | Some("1") => Some(true),
-        Some("false") | Some("0") => Some(false),
-        Some(v) => {
-            return Err(Status::bad_request(format!(
-                "invalid value for sendInitialEvents: {v:?}: must be a boolean"
-            ))
-            .into());
-        }
+        Some(v) => Some(query_bool(v)),
     };
     let mut errs = ErrorList::default();
     if watch {
@@ -500,7 +501,7 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
         return Err(not_acceptable());
     }
     let include = ctx.include_object()?;
-    let bookmarks = ctx.query.get("allowWatchBookmarks") == Some("true");
+    let bookmarks = ctx.query.get("allowWatchBookmarks").is_some_and(query_bool);
     let timeout = match timeout_seconds_param(ctx.query)? {
         // Zero or negative: the server's default, as kube-apiserver.
         Some(n) if n > 0 => Duration::from_secs(n.unsigned_abs()),
