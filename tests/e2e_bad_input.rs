@@ -812,11 +812,16 @@ fn media_and_patch_cases() -> Vec<Case> {
 
 #[tokio::test]
 async fn bad_bodies_get_upstream_status_and_change_nothing() {
-    let (_server, client) = fixture().await;
+    let (server, client) = fixture().await;
     let mut cases = decoding_cases();
     cases.extend(name_cases());
     cases.extend(size_and_nesting_cases());
     run(&client, cases).await;
+    assert!(
+        !server.log().contains("panicked") && !server.log().contains("overflow"),
+        "the server panicked:\n{}",
+        server.log()
+    );
 }
 
 #[tokio::test]
@@ -827,7 +832,7 @@ async fn bad_parameters_media_types_and_patches_get_upstream_status_and_change_n
     cases.extend(media_and_patch_cases());
     run(&client, cases).await;
     assert!(
-        !server.log().contains("panicked"),
+        !server.log().contains("panicked") && !server.log().contains("overflow"),
         "the server panicked:\n{}",
         server.log()
     );
@@ -941,6 +946,34 @@ async fn inputs_upstream_accepts_are_accepted() {
     )
     .await;
     assert_eq!(r.code, 201, "{}", r.body);
+
+    // Writes that change nothing are not written: the resourceVersion
+    // stays (an unknown field is dropped, with a warning).
+    let f1 = format!("{FLUNDERS}/f1");
+    let current = send(&client, "GET", &f1, &[], Vec::new()).await.body;
+    let rv = current["metadata"]["resourceVersion"].clone();
+    let r = send(&client, "PUT", &f1, &ct, current.to_string().into_bytes()).await;
+    assert_eq!(
+        (r.code, &r.body["metadata"]["resourceVersion"]),
+        (200, &rv),
+        "{}",
+        r.body
+    );
+    let r = send(
+        &client,
+        "PATCH",
+        &f1,
+        &[("content-type", MERGE)],
+        br#"{"spec":{"zz":1}}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(
+        (r.code, &r.body["metadata"]["resourceVersion"]),
+        (200, &rv),
+        "{}",
+        r.body
+    );
+    assert_eq!(r.warnings, ["299 - \"unknown field \\\"spec.zz\\\"\""]);
 
     // A negative limit is no limit.
     let r = send(

@@ -673,7 +673,7 @@ async fn read_body(
 /// The stack of a YAML decoding thread: the YAML deserializer takes far
 /// more stack per nesting level than a runtime worker thread has (an
 /// unoptimized build overflows 2 MiB below 100 levels).
-const YAML_DECODE_STACK_BYTES: usize = 64 << 20;
+const YAML_DECODE_STACK_BYTES: usize = 16 << 20;
 
 /// Decodes a YAML body on a thread with a large stack, nesting at most as
 /// deep as the JSON decoder allows (serde_json's 128 levels), so no body
