@@ -135,6 +135,69 @@ pub(crate) async fn run<O: Op>(
     Ok(total)
 }
 
+/// Runs `call(worker)` from `workers` tasks back to back for `duration`
+/// (a closed loop without an HTTP connection, e.g. raw etcd requests).
+pub(crate) async fn run_fn<F, Fut>(
+    workers: usize,
+    duration: Duration,
+    call: Arc<F>,
+) -> anyhow::Result<LoadResult>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<u64>> + Send + 'static,
+{
+    let barrier = Arc::new(Barrier::new(workers + 1));
+    let mut tasks = Vec::with_capacity(workers);
+    for worker in 0..workers {
+        let barrier = barrier.clone();
+        let call = call.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut hist = histogram();
+            let (mut requests, mut errors, mut bytes) = (0u64, 0u64, 0u64);
+            let mut first_error = None;
+            barrier.wait().await;
+            let deadline = Instant::now() + duration;
+            while Instant::now() < deadline {
+                let t0 = Instant::now();
+                match call(worker).await {
+                    Ok(n) => {
+                        let _ = hist.record((t0.elapsed().as_micros() as u64).max(1));
+                        requests += 1;
+                        bytes += n;
+                    }
+                    Err(e) => {
+                        errors += 1;
+                        first_error.get_or_insert_with(|| format!("{e:#}"));
+                    }
+                }
+            }
+            (hist, requests, errors, bytes, first_error)
+        }));
+    }
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut total = LoadResult {
+        requests: 0,
+        errors: 0,
+        bytes: 0,
+        elapsed: Duration::ZERO,
+        hist: histogram(),
+        first_error: None,
+    };
+    for task in tasks {
+        let (hist, requests, errors, bytes, first_error) = task.await?;
+        let _ = total.hist.add(&hist);
+        total.requests += requests;
+        total.errors += errors;
+        total.bytes += bytes;
+        if total.first_error.is_none() {
+            total.first_error = first_error;
+        }
+    }
+    total.elapsed = started.elapsed();
+    Ok(total)
+}
+
 /// The median of `values` (NaN when empty).
 pub(crate) fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();

@@ -9,6 +9,7 @@
 //! when something could not run.
 
 mod client;
+mod etcd_raw;
 mod load;
 mod procs;
 mod reference;
@@ -34,6 +35,10 @@ struct Cli {
     /// The apiforge binary to measure.
     #[arg(long, default_value = "target/release/apiforge")]
     apiforge: PathBuf,
+    /// An extra argument for every `apiforge serve` the benchmark starts
+    /// (repeatable), e.g. `--server-arg=--default-watch-cache-size=1000`.
+    #[arg(long = "server-arg", allow_hyphen_values = true)]
+    server_args: Vec<String>,
     /// Run only these scenarios (repeatable); default: all.
     #[arg(long = "scenario", value_enum)]
     scenarios: Vec<scenarios::Name>,
@@ -103,6 +108,7 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         );
         return std::process::ExitCode::from(2);
     }
+    procs::set_server_args(cli.server_args.clone());
     let etcd =
         procs::supports_etcd(&cli.apiforge) && std::path::Path::new(procs::Etcd::BINARY).exists();
     let settings = Settings {

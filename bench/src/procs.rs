@@ -9,6 +9,14 @@ use anyhow::{Context, bail};
 
 use crate::client::{self, Conn, Target};
 
+/// Extra arguments for every `apiforge serve` (`--server-arg`).
+static SERVER_ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Sets the extra arguments of every `apiforge serve` (once, at start).
+pub(crate) fn set_server_args(args: Vec<String>) {
+    let _ = SERVER_ARGS.set(args);
+}
+
 /// A free loopback port (bind to 0, read, release).
 pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -94,6 +102,7 @@ impl Apiforge {
         if let Backend::Etcd(urls) = backend {
             cmd.arg("--etcd-servers").arg(urls);
         }
+        cmd.args(SERVER_ARGS.get().into_iter().flatten());
         let started = Instant::now();
         let child = cmd
             .stdin(Stdio::null())

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::client::{Conn, Target, find_str};
+use crate::etcd_raw;
 use crate::load::{self, LoadResult, Op, median};
 use crate::procs::{Apiforge, Backend, Etcd};
 use crate::reference::Reference;
@@ -582,12 +583,45 @@ impl Op for CreateOp {
     }
 }
 
-async fn create_on(settings: &Settings, backend: &Backend) -> anyhow::Result<Vec<(usize, Runs)>> {
+/// Client counts of the CREATE scenario.
+const CREATE_CLIENTS: [usize; 2] = [16, 64];
+
+/// Warms up, then runs `call` from `workers` tasks `settings.repeats` times.
+async fn repeat_fn<F, Fut>(
+    settings: &Settings,
+    label: &str,
+    workers: usize,
+    call: Arc<F>,
+) -> anyhow::Result<Runs>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<u64>> + Send + 'static,
+{
+    let mut runs = Runs::default();
+    load::run_fn(workers, settings.warmup, call.clone()).await?;
+    for i in 0..settings.repeats {
+        let r = load::run_fn(workers, settings.run, call.clone()).await?;
+        check(label, &r)?;
+        progress!(
+            "  {label} run {}/{}: {:.0} ops/s, p99 {:.2} ms",
+            i + 1,
+            settings.repeats,
+            r.rate(),
+            r.quantile_ms(0.99)
+        );
+        runs.add(&r);
+    }
+    Ok(runs)
+}
+
+/// CREATE runs on a fresh apiforge with `backend`, one per client count;
+/// also returns the served size of one object (to size the raw values).
+async fn create_on(settings: &Settings, backend: &Backend) -> anyhow::Result<(Vec<Runs>, usize)> {
     let f = fresh(settings, backend).await?;
     let target = &f.server.target;
     let pad = pad_for_1kib(target, "default").await?;
     let mut out = Vec::new();
-    for conns in [16, 64] {
+    for conns in CREATE_CLIENTS {
         let op = Arc::new(CreateOp {
             path: collection("default"),
             pad,
@@ -596,43 +630,94 @@ async fn create_on(settings: &Settings, backend: &Backend) -> anyhow::Result<Vec
         });
         let label = format!("create {} {conns} clients", backend.name());
         let (a, _) = compare(settings, &label, conns, target, None, op).await?;
-        out.push((conns, a));
+        out.push(a);
     }
-    Ok(out)
+    Ok((out, pad))
+}
+
+async fn etcd_client(etcd: &Etcd) -> anyhow::Result<etcd_client::Client> {
+    etcd_client::Client::connect([etcd.url.as_str()], None)
+        .await
+        .context("connecting to etcd")
 }
 
 async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     const S: &str = "create";
     progress!("{S}: CREATE 1 KiB objects, 16 and 64 clients");
-    let embedded = create_on(settings, &Backend::Embedded).await?;
+    let (embedded, pad) = create_on(settings, &Backend::Embedded).await?;
     let mut etcd_runs = None;
+    let mut raw_runs = None;
     if settings.etcd {
         let etcd = Etcd::start().await?;
-        etcd_runs = Some(create_on(settings, &Backend::Etcd(etcd.url.clone())).await?);
+        let (runs, _) = create_on(settings, &Backend::Etcd(etcd.url.clone())).await?;
+        etcd_runs = Some(runs);
+        let client = etcd_client(&etcd).await?;
+        let value = flunder("raw-create-object", pad, &[]).to_vec();
+        let mut raw = Vec::new();
+        for conns in CREATE_CLIENTS {
+            let op =
+                etcd_raw::RawCreate::new(client.clone(), format!("/raw/c{conns}/"), value.clone());
+            let call = Arc::new(move |_worker: usize| op.clone().call());
+            raw.push(
+                repeat_fn(
+                    settings,
+                    &format!("raw etcd create {conns} clients"),
+                    conns,
+                    call,
+                )
+                .await?,
+            );
+        }
+        raw_runs = Some(raw);
     }
     let mut out = Vec::new();
-    for (i, (conns, runs)) in embedded.iter().enumerate() {
-        let reference = etcd_runs.as_ref().map(|e| &e[i].1);
+    for (i, conns) in CREATE_CLIENTS.into_iter().enumerate() {
+        let on_etcd = etcd_runs.as_ref().and_then(|e| e.get(i));
+        let raw = raw_runs.as_ref().and_then(|e| e.get(i));
+        if let Some(e) = on_etcd {
+            let mut fig = Figure::new(
+                S,
+                &format!("etcd backend creates/s, {conns} clients (ref: raw etcd txn)"),
+                e.rate(),
+                Goal::RatioAtLeast(0.7),
+            );
+            fig.reference = raw.map(Runs::rate);
+            out.push(fig);
+            let mut fig = Figure::new(
+                S,
+                &format!("etcd backend p99 ms, {conns} clients (ref: raw etcd txn)"),
+                e.p99(),
+                Goal::Info,
+            );
+            fig.reference = raw.map(Runs::p99);
+            out.push(fig);
+        }
+        let runs = &embedded[i];
         let mut fig = Figure::new(
             S,
             &format!("embedded creates/s, {conns} clients (ref: etcd backend)"),
             runs.rate(),
-            Goal::Info,
+            if on_etcd.is_some() {
+                Goal::RatioAtLeast(1.0)
+            } else {
+                Goal::Info
+            },
         );
-        fig.reference = reference.map(Runs::rate);
+        fig.reference = on_etcd.map(Runs::rate);
         out.push(fig);
         let mut fig = Figure::new(
             S,
-            &format!("embedded p99 ms, {conns} clients"),
+            &format!("embedded p99 ms, {conns} clients (ref: etcd backend)"),
             runs.p99(),
             Goal::Info,
         );
-        fig.reference = reference.map(Runs::p99);
+        fig.reference = on_etcd.map(Runs::p99);
         out.push(fig);
+        let errors = runs.errors + on_etcd.map_or(0, |e| e.errors);
         out.push(Figure::new(
             S,
             &format!("errors, {conns} clients"),
-            runs.errors as f64,
+            errors as f64,
             Goal::Equals(0.0),
         ));
     }
@@ -643,9 +728,16 @@ async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
 // 4. UPDATE
 
 const COUNTER: &str = "bench/counter";
+/// Clients (and objects) of the UPDATE scenario.
+const UPDATE_CLIENTS: usize = 64;
 
+/// PUT with the resourceVersion of the object the client last saw (its own
+/// previous PUT's response), counter annotation + 1; on 409 re-read and
+/// retry. Like a controller's update loop and like a raw etcd CAS.
 struct UpdateOp {
     ns: String,
+    /// The last object each worker saw.
+    last: Vec<std::sync::Mutex<Option<Value>>>,
     successes: Vec<AtomicU64>,
     conflicts: AtomicU64,
 }
@@ -667,41 +759,66 @@ fn counter_of(obj: &Value) -> anyhow::Result<u64> {
 impl Op for UpdateOp {
     async fn call(&self, worker: usize, conn: &mut Conn) -> anyhow::Result<u64> {
         let path = self.path(worker);
+        let slot = self.last.get(worker).context("no object for worker")?;
+        let mut obj = slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let mut bytes = 0u64;
         loop {
-            let body = conn.get(&path).await?.ok()?;
-            let mut obj: Value = serde_json::from_slice(&body)?;
-            let next = counter_of(&obj)? + 1;
-            obj["metadata"]["annotations"][COUNTER] = json!(next.to_string());
+            let mut current = match obj.take() {
+                Some(o) => o,
+                None => {
+                    let body = conn.get(&path).await?.ok()?;
+                    bytes += body.len() as u64;
+                    serde_json::from_slice(&body)?
+                }
+            };
+            let next = counter_of(&current)? + 1;
+            current["metadata"]["annotations"][COUNTER] = json!(next.to_string());
             let reply = conn
                 .send(
                     Method::PUT,
                     &path,
-                    Some(Bytes::from(serde_json::to_vec(&obj)?)),
+                    Some(Bytes::from(serde_json::to_vec(&current)?)),
                 )
                 .await?;
             if reply.status == StatusCode::CONFLICT {
                 self.conflicts.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            let n = reply.ok()?.len() as u64;
+            let body = reply.ok()?;
             if let Some(s) = self.successes.get(worker) {
                 s.fetch_add(1, Ordering::Relaxed);
             }
-            return Ok(body.len() as u64 + n);
+            bytes += body.len() as u64;
+            *slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                serde_json::from_slice(&body).ok();
+            return Ok(bytes);
         }
     }
 }
 
-async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
-    const S: &str = "update";
-    const CLIENTS: usize = 64;
-    progress!("{S}: GET→PUT with resourceVersion, {CLIENTS} clients on {CLIENTS} objects");
-    let f = fresh(settings, &Backend::Embedded).await?;
+/// What an UPDATE run on one backend measured.
+struct UpdateResult {
+    runs: Runs,
+    lost: u64,
+    extra: u64,
+    conflicts: u64,
+}
+
+async fn update_on(
+    settings: &Settings,
+    backend: &Backend,
+) -> anyhow::Result<(UpdateResult, usize)> {
+    let f = fresh(settings, backend).await?;
     let target = &f.server.target;
     let ns = "default";
     let pad = pad_for_1kib(target, ns).await?;
     let mut conn = Conn::connect(target).await?;
-    for i in 0..CLIENTS {
+    for i in 0..UPDATE_CLIENTS {
         conn.send(
             Method::POST,
             &collection(ns),
@@ -716,36 +833,115 @@ async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     }
     let op = Arc::new(UpdateOp {
         ns: ns.to_string(),
-        successes: (0..CLIENTS).map(|_| AtomicU64::new(0)).collect(),
+        last: (0..UPDATE_CLIENTS)
+            .map(|_| std::sync::Mutex::new(None))
+            .collect(),
+        successes: (0..UPDATE_CLIENTS).map(|_| AtomicU64::new(0)).collect(),
         conflicts: AtomicU64::new(0),
     });
-    let (a, _) = compare(settings, S, CLIENTS, target, None, op.clone()).await?;
+    let label = format!("update {}", backend.name());
+    let (runs, _) = compare(settings, &label, UPDATE_CLIENTS, target, None, op.clone()).await?;
     let (mut lost, mut extra) = (0u64, 0u64);
-    for i in 0..CLIENTS {
+    for i in 0..UPDATE_CLIENTS {
         let obj: Value = serde_json::from_slice(&conn.get(&op.path(i)).await?.ok()?)?;
         let stored = counter_of(&obj)?;
         let acked = op.successes[i].load(Ordering::Relaxed);
         lost += acked.saturating_sub(stored);
         extra += stored.saturating_sub(acked);
     }
-    Ok(vec![
-        Figure::new(S, "updates/s (GET+PUT cycles)", a.rate(), Goal::Info),
-        Figure::new(S, "p99 ms (GET+PUT)", a.p99(), Goal::Info),
-        Figure::new(S, "lost updates", lost as f64, Goal::Equals(0.0)),
-        Figure::new(
+    let result = UpdateResult {
+        runs,
+        lost,
+        extra,
+        conflicts: op.conflicts.load(Ordering::Relaxed),
+    };
+    Ok((result, pad))
+}
+
+async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+    const S: &str = "update";
+    progress!(
+        "{S}: PUT with resourceVersion preconditions, {UPDATE_CLIENTS} clients on {UPDATE_CLIENTS} objects"
+    );
+    let (embedded, pad) = update_on(settings, &Backend::Embedded).await?;
+    let mut on_etcd = None;
+    let mut raw = None;
+    if settings.etcd {
+        let etcd = Etcd::start().await?;
+        let (r, _) = update_on(settings, &Backend::Etcd(etcd.url.clone())).await?;
+        on_etcd = Some(r);
+        let client = etcd_client(&etcd).await?;
+        let value = flunder("raw-update-object", pad, &[(COUNTER, "0".into())]).to_vec();
+        let op = etcd_raw::RawUpdate::setup(client, "/raw/u/", UPDATE_CLIENTS, value).await?;
+        let call = {
+            let op = op.clone();
+            Arc::new(move |worker: usize| op.clone().call(worker))
+        };
+        let runs = repeat_fn(settings, "raw etcd CAS", UPDATE_CLIENTS, call).await?;
+        raw = Some((runs, op.conflicts.load(Ordering::Relaxed)));
+    }
+    let raw_rate = raw.as_ref().map(|(r, _)| r.rate());
+    let raw_p99 = raw.as_ref().map(|(r, _)| r.p99());
+    let mut out = Vec::new();
+    for (name, result) in [
+        ("embedded", Some(&embedded)),
+        ("etcd backend", on_etcd.as_ref()),
+    ] {
+        let Some(r) = result else { continue };
+        let mut fig = Figure::new(
             S,
-            "unacknowledged updates applied",
-            extra as f64,
-            Goal::Info,
-        ),
-        Figure::new(
+            &format!("{name} updates/s (ref: raw etcd CAS)"),
+            r.runs.rate(),
+            if raw_rate.is_some() {
+                Goal::RatioAtLeast(0.6)
+            } else {
+                Goal::Info
+            },
+        );
+        fig.reference = raw_rate;
+        out.push(fig);
+        let mut fig = Figure::new(
             S,
-            "409 conflicts",
-            op.conflicts.load(Ordering::Relaxed) as f64,
+            &format!("{name} p99 ms (ref: raw etcd CAS)"),
+            r.runs.p99(),
             Goal::Info,
-        ),
-        Figure::new(S, "errors", a.errors as f64, Goal::Equals(0.0)),
-    ])
+        );
+        fig.reference = raw_p99;
+        out.push(fig);
+        out.push(Figure::new(
+            S,
+            &format!("{name} lost updates"),
+            r.lost as f64,
+            Goal::Equals(0.0),
+        ));
+        out.push(Figure::new(
+            S,
+            &format!("{name} unacknowledged updates applied"),
+            r.extra as f64,
+            Goal::Info,
+        ));
+        out.push(Figure::new(
+            S,
+            &format!("{name} 409 conflicts"),
+            r.conflicts as f64,
+            Goal::Info,
+        ));
+        out.push(Figure::new(
+            S,
+            &format!("{name} errors"),
+            r.runs.errors as f64,
+            Goal::Equals(0.0),
+        ));
+    }
+    if let Some((_, conflicts)) = raw {
+        out.push(Figure::new(
+            S,
+            "raw etcd CAS failed compares",
+            conflicts as f64,
+            Goal::Info,
+        ));
+    }
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------
@@ -1165,7 +1361,10 @@ async fn startup_memory(
     );
     if memory {
         const S: &str = "memory";
-        // Touch the cache once (a full list) and let the allocator settle.
+        // RSS right after the writes, then after one full list (which
+        // memoizes every object's encoding) and a moment to settle.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let rss_written = server.rss()? as f64 / MIB;
         let mut conn = Conn::connect(&server.target).await?;
         let list = conn.get(&collection("default")).await?.ok()?;
         drop(list);
@@ -1186,17 +1385,32 @@ async fn startup_memory(
         ));
         out.push(Figure::new(
             S,
-            "RSS after populating MiB",
+            "RSS after populating, before any read MiB",
+            rss_written,
+            Goal::Info,
+        ));
+        out.push(Figure::new(
+            S,
+            "RSS after populating and one full list MiB",
             rss,
             Goal::AtMost(2.5 * json_mib + 64.0),
         ));
         server.kill();
         let restarted = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
-        let rss = restarted.rss()? as f64 / MIB;
         out.push(Figure::new(
             S,
             "RSS after restart MiB",
-            rss,
+            restarted.rss()? as f64 / MIB,
+            Goal::Info,
+        ));
+        // The watch cache starts on first use: one full list loads it.
+        let mut conn = Conn::connect(&restarted.target).await?;
+        drop(conn.get(&collection("default")).await?.ok()?);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        out.push(Figure::new(
+            S,
+            "RSS after restart and one full list MiB",
+            restarted.rss()? as f64 / MIB,
             Goal::AtMost(2.5 * json_mib + 64.0),
         ));
     }

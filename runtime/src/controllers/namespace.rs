@@ -107,7 +107,9 @@ impl NamespaceController {
             };
             tokio::select! {
                 ev = next_event => match ev {
-                    Some(WatchEvent::Object(_, ns)) => need_sync = is_terminating(&ns.object),
+                    Some(WatchEvent::Object(_, ns)) => {
+                        need_sync = ns.object().map_or(true, |o| is_terminating(&o));
+                    }
                     Some(WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_)) => {}
                     Some(WatchEvent::Error(_)) | None => {
                         events = None;

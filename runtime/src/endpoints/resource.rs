@@ -534,9 +534,12 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
                 };
             }
             WatchEvent::Object(ty, cached) => {
-                let obj = match kind.encode(info.version, &cached.object) {
+                let obj = match cached
+                    .object()
+                    .and_then(|hub| kind.encode(info.version, &hub).map_err(|e| e.to_string()))
+                {
                     Ok(o) => o,
-                    Err(e) => return encode_line("ERROR", &serde_json::to_value(Status::internal(e.to_string())).unwrap_or_default()),
+                    Err(e) => return encode_line("ERROR", &serde_json::to_value(Status::internal(e)).unwrap_or_default()),
                 };
                 let obj = match &target {
                     Target::Table(v) => {

@@ -2,7 +2,8 @@
 //!
 //! A reflector task lists the resource's key prefix from storage, then
 //! watches it (with progress notifications), keeping:
-//! - the current objects, decoded once, in a persistent ordered map
+//! - the current objects, each kept as its JSON encoding in the storage
+//!   version (see [`CachedObject`]), in a persistent ordered map
 //!   (`imbl::OrdMap`): a reader takes an O(1) snapshot and never blocks
 //!   the reflector, and a paginated list keeps its snapshot for the
 //!   continue tokens that follow;
@@ -62,55 +63,166 @@ impl Default for CacheOptions {
     }
 }
 
-/// One cached object: its key, revision and decoded hub form, plus its
-/// encodings, made once per served version and shared by every response
-/// and watcher that sends it.
-#[derive(Debug)]
+/// Turns a cached object's encoding in a version back into its hub form.
+pub type Rehydrate = Arc<dyn Fn(&'static str, &[u8]) -> Result<Value, String> + Send + Sync>;
+
+/// One cached object: its key, revision and content, plus its encodings,
+/// made once per served version and shared by every response and watcher
+/// that sends it.
+///
+/// Objects the watch cache reads from storage are kept only as one JSON
+/// encoding (the *primary* encoding, served as is for its version), not as
+/// a decoded JSON tree as well: a tree takes two to three times the bytes of
+/// its encoding, and a cache holding both would keep every object twice.
+/// The primary encoding starts in the storage version; the first request
+/// for another version whose encoding decodes back to the same hub object
+/// (a lossless conversion) makes that encoding the primary one instead of
+/// a second copy (once: a later version is memoized next to it). The hub form is decoded from the primary encoding on
+/// demand ([`CachedObject::object`]), which only selectors, other output
+/// formats and lossy versions need.
 pub struct CachedObject {
     /// Storage key.
     pub key: String,
     /// Mod revision (the object's resourceVersion).
     pub revision: Revision,
-    /// The object in its hub form, `metadata.resourceVersion` set.
-    pub object: Value,
-    encodings: Mutex<Vec<(&'static str, bytes::Bytes)>>,
+    state: Mutex<Repr>,
+}
+
+struct Repr {
+    form: Form,
+    /// Encodings in other versions than the primary one.
+    encodings: Vec<(&'static str, bytes::Bytes)>,
+    /// Whether the primary encoding moved away from the initial version
+    /// (it moves at most once, so that clients of two versions end with
+    /// both encodings memoized rather than alternating).
+    moved: bool,
+}
+
+enum Form {
+    /// The hub form, `metadata.resourceVersion` set.
+    Decoded(Arc<Value>),
+    /// The JSON encoding in `version`, and how to decode it.
+    Encoded {
+        version: &'static str,
+        bytes: bytes::Bytes,
+        decode: Rehydrate,
+    },
+}
+
+impl std::fmt::Debug for CachedObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedObject")
+            .field("key", &self.key)
+            .field("revision", &self.revision)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CachedObject {
-    /// A cached object without encodings yet.
+    /// A cached object held in its hub form (`metadata.resourceVersion`
+    /// set), without encodings yet.
     pub fn new(key: String, revision: Revision, object: Value) -> Self {
         CachedObject {
             key,
             revision,
-            object,
-            encodings: Mutex::new(Vec::new()),
+            state: Mutex::new(Repr {
+                form: Form::Decoded(Arc::new(object)),
+                encodings: Vec::new(),
+                moved: false,
+            }),
         }
+    }
+
+    /// A cached object held only as its JSON encoding in `version`
+    /// (`metadata.resourceVersion` set); `decode` turns an encoding back
+    /// into the hub form.
+    pub fn from_encoding(
+        key: String,
+        revision: Revision,
+        version: &'static str,
+        bytes: bytes::Bytes,
+        decode: Rehydrate,
+    ) -> Self {
+        CachedObject {
+            key,
+            revision,
+            state: Mutex::new(Repr {
+                form: Form::Encoded {
+                    version,
+                    bytes,
+                    decode,
+                },
+                encodings: Vec::new(),
+                moved: false,
+            }),
+        }
+    }
+
+    fn repr(&self) -> std::sync::MutexGuard<'_, Repr> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The object in its hub form (`metadata.resourceVersion` set),
+    /// decoded from its primary encoding when that is all the cache keeps.
+    pub fn object(&self) -> Result<Arc<Value>, String> {
+        let (version, bytes, decode) = match &self.repr().form {
+            Form::Decoded(v) => return Ok(v.clone()),
+            Form::Encoded {
+                version,
+                bytes,
+                decode,
+            } => (*version, bytes.clone(), decode.clone()),
+        };
+        decode(version, &bytes).map(Arc::new)
     }
 
     /// The object's JSON encoding in `version`, made by `encode` on first
     /// use and shared afterwards.
-    pub fn encoded<E>(
+    pub fn encoded<E: From<String>>(
         &self,
         version: &'static str,
         encode: impl FnOnce(&Value) -> Result<bytes::Bytes, E>,
     ) -> Result<bytes::Bytes, E> {
         {
-            let memo = self
-                .encodings
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some((_, bytes)) = memo.iter().find(|(v, _)| *v == version) {
+            let repr = self.repr();
+            if let Form::Encoded {
+                version: primary,
+                bytes,
+                ..
+            } = &repr.form
+                && *primary == version
+            {
+                return Ok(bytes.clone());
+            }
+            if let Some((_, bytes)) = repr.encodings.iter().find(|(v, _)| *v == version) {
                 return Ok(bytes.clone());
             }
         }
-        let bytes = encode(&self.object)?;
-        let mut memo = self
-            .encodings
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !memo.iter().any(|(v, _)| *v == version) {
-            memo.push((version, bytes.clone()));
+        let object = self.object()?;
+        // Exactly sized: the encoding lives as long as the object is cached.
+        let bytes = bytes::Bytes::copy_from_slice(&encode(&object)?);
+        let mut repr = self.repr();
+        if repr.encodings.iter().any(|(v, _)| *v == version) {
+            return Ok(bytes);
         }
+        if let Form::Encoded { decode, .. } = &repr.form
+            && !repr.moved
+        {
+            let decode = decode.clone();
+            // A lossless version replaces the primary encoding (once).
+            if decode(version, &bytes).is_ok_and(|back| back == *object) {
+                repr.form = Form::Encoded {
+                    version,
+                    bytes: bytes.clone(),
+                    decode,
+                };
+                repr.moved = true;
+                return Ok(bytes);
+            }
+        }
+        repr.encodings.push((version, bytes.clone()));
         Ok(bytes)
     }
 }
@@ -159,7 +271,8 @@ pub enum CacheItem {
 }
 
 type Objects = OrdMap<String, Arc<CachedObject>>;
-type Decoder = Arc<dyn Fn(&KeyValue) -> ApiResult<Value> + Send + Sync>;
+/// Turns a stored key-value into a cached object.
+type Decoder = Arc<dyn Fn(&KeyValue) -> ApiResult<CachedObject> + Send + Sync>;
 
 struct Slot {
     id: u64,
@@ -236,7 +349,8 @@ fn write(lock: &RwLock<State>) -> std::sync::RwLockWriteGuard<'_, State> {
 
 impl WatchCache {
     /// Creates the cache of `prefix` and starts its reflector task (needs a
-    /// tokio runtime). `decode` turns a stored key-value into the hub form.
+    /// tokio runtime). `decode` turns a stored key-value into a cached
+    /// object.
     pub fn start(
         storage: Arc<dyn Storage>,
         prefix: String,
@@ -439,11 +553,7 @@ impl WatchCache {
     }
 
     fn apply(&self, ev: storage::Event, decode: &Decoder) -> ApiResult<()> {
-        let object = Arc::new(CachedObject::new(
-            ev.kv.key.clone(),
-            ev.kv.mod_revision,
-            decode(&ev.kv)?,
-        ));
+        let object = Arc::new(decode(&ev.kv)?);
         let revision = ev.kv.mod_revision;
         let mut s = write(&self.state);
         if revision <= s.revision {
@@ -532,10 +642,7 @@ async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), S
     let mut objects = OrdMap::new();
     for kv in &list.items {
         let object = decode(kv).map_err(|e| e.to_string())?;
-        objects.insert(
-            kv.key.clone(),
-            Arc::new(CachedObject::new(kv.key.clone(), kv.mod_revision, object)),
-        );
+        objects.insert(kv.key.clone(), Arc::new(object));
     }
     let mut stream = cache
         .storage

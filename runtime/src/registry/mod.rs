@@ -159,11 +159,12 @@ impl Store {
                 opts.window = *size;
             }
             let decoder_kind = kind.clone();
+            let rehydrate = rehydrate(&kind);
             Some(caches.get_or_start(
                 &storage,
                 &prefix,
                 &opts,
-                Arc::new(move |kv: &KeyValue| decode_kv(&decoder_kind, kv)),
+                Arc::new(move |kv: &KeyValue| cached_object(&decoder_kind, kv, &rehydrate)),
             ))
         });
         Store {
@@ -408,7 +409,7 @@ impl Store {
         resource_version: Option<Revision>,
     ) -> ApiResult<Value> {
         if let Some(cached) = self.get_shared(namespace, name, resource_version).await? {
-            return Ok(cached.object.clone());
+            return Ok((*cached.object().map_err(Status::internal)?).clone());
         }
         match self.storage.get(&self.key(namespace, name), 0).await? {
             Some(kv) => self.decode(&kv),
@@ -443,7 +444,12 @@ impl Store {
             && let Some(page) = self.list_cached(cache, namespace, params).await?
         {
             return Ok(ListPage {
-                items: page.items.iter().map(|o| o.object.clone()).collect(),
+                items: page
+                    .items
+                    .iter()
+                    .map(|o| o.object().map(|v| (*v).clone()))
+                    .collect::<Result<_, _>>()
+                    .map_err(Status::internal)?,
                 resource_version: page.resource_version,
                 continue_token: page.continue_token,
                 remaining: page.remaining,
@@ -506,7 +512,7 @@ impl Store {
         };
         let mut iter = snapshot.range(&prefix, start.as_deref());
         for o in iter.by_ref() {
-            if self.matches(&o.object, params) {
+            if self.matches_cached(o, params) {
                 page.items.push(o.clone());
                 if params.limit > 0 && page.items.len() >= params.limit {
                     break;
@@ -624,6 +630,21 @@ impl Store {
                 return Ok(page);
             }
             start_key = Some(next);
+        }
+    }
+
+    /// Whether a cached object passes the selectors; decodes it only when
+    /// there are selectors (an object that cannot be decoded never matches).
+    fn matches_cached(&self, obj: &cache::CachedObject, params: &ListParams) -> bool {
+        if params.fields.is_empty() && params.labels.is_empty() {
+            return true;
+        }
+        match obj.object() {
+            Ok(v) => self.matches(&v, params),
+            Err(e) => {
+                tracing::error!(key = %obj.key, error = %e, "cached object cannot be decoded");
+                false
+            }
         }
     }
 
@@ -963,11 +984,11 @@ impl Store {
                     }
                 }
                 cache::CacheItem::Event(ev) => {
-                    let now = store.matches(&ev.object.object, &params);
+                    let now = store.matches_cached(&ev.object, &params);
                     let before = ev
                         .prev
                         .as_ref()
-                        .is_some_and(|p| store.matches(&p.object, &params));
+                        .is_some_and(|p| store.matches_cached(p, &params));
                     // A deleted object carries the delete's revision (the
                     // storage contract), so the shared object is sent as is.
                     transition(ev.kind, before, now)
@@ -1031,6 +1052,47 @@ fn transition(kind: storage::EventType, before: bool, now: bool) -> Option<&'sta
         storage::EventType::Modified if now => Some("ADDED"),
         storage::EventType::Modified if before => Some("DELETED"),
         _ => None,
+    }
+}
+
+/// Decodes a cached object's encoding (JSON in a served version,
+/// resourceVersion set) back into the hub form.
+fn rehydrate(kind: &Kind) -> cache::Rehydrate {
+    let kind = kind.clone();
+    Arc::new(move |version: &'static str, bytes: &[u8]| {
+        let object: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        kind.decode(version, object).map_err(|e| e.to_string())
+    })
+}
+
+/// A stored key-value as the watch cache keeps it: its JSON encoding in the
+/// storage version with its resourceVersion (what a read in that version
+/// serves), or the hub form if that encoding cannot be made.
+fn cached_object(
+    kind: &Kind,
+    kv: &KeyValue,
+    rehydrate: &cache::Rehydrate,
+) -> ApiResult<cache::CachedObject> {
+    let hub = decode_kv(kind, kv)?;
+    let version = kind.storage_info().version;
+    match kind
+        .encode(version, &hub)
+        .map_err(|e| e.to_string())
+        .and_then(|v| serde_json::to_vec(&v).map_err(|e| e.to_string()))
+    {
+        Ok(bytes) => Ok(cache::CachedObject::from_encoding(
+            kv.key.clone(),
+            kv.mod_revision,
+            version,
+            // Exactly sized: the encoding lives as long as it is cached.
+            bytes::Bytes::from(bytes.into_boxed_slice()),
+            rehydrate.clone(),
+        )),
+        Err(_) => Ok(cache::CachedObject::new(
+            kv.key.clone(),
+            kv.mod_revision,
+            hub,
+        )),
     }
 }
 

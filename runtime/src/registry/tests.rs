@@ -190,7 +190,7 @@ async fn selectors_filter_lists_and_watches() {
             .unwrap()
             .unwrap()
         {
-            WatchEvent::Object(ty, o) => seen.push((ty, name(&o.object))),
+            WatchEvent::Object(ty, o) => seen.push((ty, name(&o.object().unwrap()))),
             WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_) => {}
             WatchEvent::Error(e) => panic!("{e:?}"),
         }
@@ -319,7 +319,7 @@ async fn send_initial_events_ends_with_a_bookmark() {
             .unwrap()
             .unwrap()
         {
-            WatchEvent::Object("ADDED", o) => added.push(name(&o.object)),
+            WatchEvent::Object("ADDED", o) => added.push(name(&o.object().unwrap())),
             WatchEvent::InitialEventsEnd(rev) => break rev,
             other => panic!("unexpected {other:?}"),
         }
@@ -335,7 +335,7 @@ async fn send_initial_events_ends_with_a_bookmark() {
         .unwrap()
         .unwrap()
     {
-        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o.object), "s3"),
+        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o.object().unwrap()), "s3"),
         other => panic!("unexpected {other:?}"),
     }
 
@@ -354,7 +354,7 @@ async fn send_initial_events_ends_with_a_bookmark() {
         .unwrap()
         .unwrap()
     {
-        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o.object), "s4"),
+        WatchEvent::Object("ADDED", o) => assert_eq!(name(&o.object().unwrap()), "s4"),
         other => panic!("unexpected {other:?}"),
     }
 }
@@ -470,12 +470,67 @@ async fn watch_cache_sizes_can_turn_the_cache_off() {
 }
 
 #[test]
+fn encoded_cached_objects_serve_their_primary_encoding_and_decode_on_demand() {
+    let decodes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = decodes.clone();
+    // v1 and v2 are lossless; v3 is lossy (decodes to something else).
+    let rehydrate: super::cache::Rehydrate = Arc::new(move |version, b: &[u8]| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match version {
+            "v3" => Ok(json!({"lost": true})),
+            _ => serde_json::from_slice(b).map_err(|e| e.to_string()),
+        }
+    });
+    let object = super::cache::CachedObject::from_encoding(
+        "k".into(),
+        1,
+        "v1",
+        bytes::Bytes::from_static(br#"{"a":1}"#),
+        rehydrate,
+    );
+    // The primary version is served as is, without decoding or encoding.
+    let bytes = object
+        .encoded::<String>("v1", |_| Err("must not encode".into()))
+        .unwrap();
+    assert_eq!(&bytes[..], br#"{"a":1}"#);
+    assert_eq!(decodes.load(std::sync::atomic::Ordering::Relaxed), 0);
+    // The hub form is decoded on demand.
+    assert_eq!(*object.object().unwrap(), json!({"a": 1}));
+    assert_eq!(decodes.load(std::sync::atomic::Ordering::Relaxed), 1);
+    // A lossless version becomes the primary encoding (made once).
+    for _ in 0..2 {
+        let v2 = object
+            .encoded::<String>("v2", |v| Ok(bytes::Bytes::from(v.to_string())))
+            .unwrap();
+        assert_eq!(&v2[..], br#"{"a":1}"#);
+    }
+    // decode of v1, round-trip check of v2.
+    assert_eq!(decodes.load(std::sync::atomic::Ordering::Relaxed), 3);
+    assert_eq!(*object.object().unwrap(), json!({"a": 1}));
+    // A lossy version is memoized next to the primary one.
+    for _ in 0..2 {
+        let v3 = object
+            .encoded::<String>("v3", |v| Ok(bytes::Bytes::from(format!("[{v}]"))))
+            .unwrap();
+        assert_eq!(&v3[..], br#"[{"a":1}]"#);
+    }
+    assert_eq!(*object.object().unwrap(), json!({"a": 1}));
+    // The primary encoding moves only once: v1 is now memoized beside v2.
+    for _ in 0..2 {
+        let v1 = object
+            .encoded::<String>("v1", |v| Ok(bytes::Bytes::from(v.to_string())))
+            .unwrap();
+        assert_eq!(&v1[..], br#"{"a":1}"#);
+    }
+}
+
+#[test]
 fn cached_objects_are_encoded_once_per_version() {
     let object = super::cache::CachedObject::new("k".into(), 1, json!({"a": 1}));
     let mut calls = 0;
     for _ in 0..3 {
         let bytes = object
-            .encoded::<()>("v1", |v| {
+            .encoded::<String>("v1", |v| {
                 calls += 1;
                 Ok(bytes::Bytes::from(v.to_string()))
             })
@@ -483,7 +538,7 @@ fn cached_objects_are_encoded_once_per_version() {
         assert_eq!(&bytes[..], br#"{"a":1}"#);
     }
     object
-        .encoded::<()>("v2", |_| {
+        .encoded::<String>("v2", |_| {
             calls += 1;
             Ok(bytes::Bytes::new())
         })

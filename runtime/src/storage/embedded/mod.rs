@@ -149,7 +149,12 @@ pub struct EmbeddedOptions {
     /// The largest accepted key plus value, in bytes; larger writes fail with
     /// [`Error::Internal`]. Default: 16 MiB.
     pub max_value_bytes: usize,
-    /// Memory redb may use for its page cache, in bytes. Default: 256 MiB.
+    /// Memory redb may use for its page cache (read cache and write
+    /// buffer), in bytes. Default: 32 MiB: hot objects are served from the
+    /// watch cache, so the store is read mostly at start-up (one scan), for
+    /// watch replays and for the current state of a guaranteed update; a
+    /// large page cache would only duplicate the watch cache (redb keeps
+    /// every page a write touched until the cache is full).
     pub cache_size: usize,
 }
 
@@ -162,7 +167,7 @@ impl Default for EmbeddedOptions {
             watch_buffer: 4096,
             max_batch: 1024,
             max_value_bytes: 16 << 20,
-            cache_size: 256 << 20,
+            cache_size: 32 << 20,
         }
     }
 }
