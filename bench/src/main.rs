@@ -112,7 +112,7 @@ async fn run(cli: Cli) -> std::process::ExitCode {
     let etcd =
         procs::supports_etcd(&cli.apiforge) && std::path::Path::new(procs::Etcd::BINARY).exists();
     let settings = Settings {
-        run: Duration::from_millis(if cli.quick { 1_800 } else { 10_000 }),
+        run: Duration::from_millis(if cli.quick { 1_200 } else { 10_000 }),
         warmup: Duration::from_millis(if cli.quick { 300 } else { 2_000 }),
         repeats: 3,
         list_objects: if cli.quick { 2_000 } else { 10_000 },
