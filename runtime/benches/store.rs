@@ -292,10 +292,7 @@ async fn fanout(s: &Settings) {
                 match tokio::time::timeout(Duration::from_secs(30), events.next()).await {
                     Ok(Some(WatchEvent::Object(_, obj))) => {
                         let now = Instant::now();
-                        let rv: Revision = obj.object["metadata"]["resourceVersion"]
-                            .as_str()
-                            .and_then(|r| r.parse().ok())
-                            .unwrap_or(0);
+                        let rv: Revision = obj.revision;
                         in_order &= rv > last;
                         last = rv;
                         count += 1;
