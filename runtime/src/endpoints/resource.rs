@@ -586,6 +586,19 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
     Ok(resp)
 }
 
+/// The whole request body, or 413 when it is over
+/// [`MAX_REQUEST_BODY_BYTES`] (kube-apiserver's 3 MiB default).
+async fn read_body_limited(req: Request) -> ApiResult<Bytes> {
+    axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            Status::too_large(format!(
+                "Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
+            ))
+            .into()
+        })
+}
+
 /// A watch event line around an already encoded object.
 fn event_line(ty: &str, object: &[u8]) -> Bytes {
     let mut line = Vec::with_capacity(object.len() + ty.len() + 24);
@@ -616,13 +629,7 @@ async fn read_body(
     let format = negotiation::body_format(content_type.as_deref())
         .filter(|f| *f != Format::Protobuf || ctx.protobuf().is_some())
         .ok_or_else(|| protobuf::unsupported_media_type(ctx.protobuf().is_some()))?;
-    let bytes = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
-        .await
-        .map_err(|_| {
-            Status::too_large(format!(
-                "Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
-            ))
-        })?;
+    let bytes = read_body_limited(req).await?;
     let info = ctx.info;
     let cannot_handle = |e: String| -> ApiError {
         Status::bad_request(format!(
@@ -823,13 +830,7 @@ async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
 /// The preconditions and dry-run flag of a delete's `DeleteOptions` body
 /// (and `dryRun` query parameter).
 async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions, bool)> {
-    let bytes = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
-        .await
-        .map_err(|_| {
-            Status::too_large(format!(
-                "Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
-            ))
-        })?;
+    let bytes = read_body_limited(req).await?;
     let mut pre = Preconditions::default();
     // As kube-apiserver: a body carries the options; without one they come
     // from the query parameters.

@@ -8,7 +8,7 @@ use axum::response::Response;
 use http::{StatusCode, header};
 use serde_json::{Value, json};
 
-use super::{Ctx, MAX_REQUEST_BODY_BYTES, delete_options, namespace_scope, parse_list_params};
+use super::{Ctx, delete_options, namespace_scope, parse_list_params};
 use crate::endpoints::negotiation::Format;
 use crate::endpoints::respond;
 use crate::error::{ApiError, ApiResult};
@@ -257,13 +257,7 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     let patch_type = PatchType::from_content_type(&content_type)
         .filter(|t| SUPPORTED_PATCH_TYPES.contains(t))
         .ok_or_else(unsupported_patch_type)?;
-    let body = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
-        .await
-        .map_err(|_| {
-            Status::too_large(format!(
-                "Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
-            ))
-        })?;
+    let body = super::read_body_limited(req).await?;
     let (dry_run, validation) = patch_options(ctx)?;
     let schema = schema(ctx);
     let root = schema.root();

@@ -21,7 +21,7 @@ use http::{StatusCode, header};
 use serde_json::Value;
 
 use super::negotiation::{self, Allowed, Format, Target};
-use super::{Ctx, MAX_REQUEST_BODY_BYTES, patching, protobuf, table};
+use super::{Ctx, patching, protobuf, table};
 use crate::endpoints::request_info::RequestInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::meta::scale::{SCALE_GROUP, SCALE_INFO, SCALE_VERSION};
@@ -147,13 +147,7 @@ async fn read_scale(req: Request, validation: FieldValidation) -> ApiResult<Scal
     let format = negotiation::body_format(content_type.as_deref())
         .filter(|f| *f != Format::Protobuf)
         .ok_or_else(|| protobuf::unsupported_media_type(false))?;
-    let bytes = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
-        .await
-        .map_err(|_| {
-            Status::too_large(format!(
-                "Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
-            ))
-        })?;
+    let bytes = super::read_body_limited(req).await?;
     let value: Value = match format {
         Format::Yaml => {
             let text = std::str::from_utf8(&bytes).map_err(|e| cannot_handle(e.to_string()))?;
@@ -279,13 +273,7 @@ async fn patch_scale(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     let patch_type = PatchType::from_content_type(&content_type)
         .filter(|t| patching::SUPPORTED_PATCH_TYPES.contains(t))
         .ok_or_else(patching::unsupported_patch_type)?;
-    let body = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
-        .await
-        .map_err(|_| {
-            Status::too_large(format!(
-                "Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"
-            ))
-        })?;
+    let body = super::read_body_limited(req).await?;
     let (dry_run, validation) = patching::patch_options(ctx)?;
     let root = scale_schema().root();
     let mut attempt = 0;
