@@ -144,6 +144,8 @@ fn main() -> anyhow::Result<()> {
         storage_prefix: "/registry".into(),
         watch_cache: Some(Default::default()),
         admission: Default::default(),
+        authentication: Default::default(),
+        authorization: Default::default(),
     };
     let version = VersionInfo {
         major: "1".into(),

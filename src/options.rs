@@ -78,6 +78,26 @@ pub(crate) struct ServeOptions {
     /// Watch cache size settings for some resources, a list of `resource[.group]#size` (e.g. `flunders.wardle.example.com#1000`); size 0 turns the watch cache off for that resource.
     #[arg(long, value_delimiter = ',', help_heading = "Storage")]
     watch_cache_sizes: Vec<String>,
+    /// If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate (groups: its Organizations).
+    #[arg(long, help_heading = "Authentication")]
+    client_ca_file: Option<PathBuf>,
+    /// If set, the file that will be used to secure the secure port of the API server via token authentication (CSV: token,user,uid,"group1,group2").
+    #[arg(long, help_heading = "Authentication")]
+    token_auth_file: Option<PathBuf>,
+    /// Enables anonymous requests to the secure port of the API server. Requests that are not rejected by another authentication method are treated as anonymous requests (user system:anonymous, group system:unauthenticated). Turned off with AlwaysAllow authorization.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
+    anonymous_auth: bool,
+    /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of: AlwaysAllow,AlwaysDeny,ABAC,RBAC.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "RBAC",
+        help_heading = "Authorization"
+    )]
+    authorization_mode: Vec<String>,
+    /// File with authorization policy in JSON lines format, used with --authorization-mode=ABAC, on the secure port.
+    #[arg(long, help_heading = "Authorization")]
+    authorization_policy_file: Option<PathBuf>,
     /// Log verbosity (0 = info, 2+ = debug, 5+ = trace); RUST_LOG overrides it.
     #[arg(short = 'v', long = "v", default_value_t = 0, help_heading = "Logs")]
     verbosity: u8,
@@ -155,6 +175,39 @@ impl ServeOptions {
                 self.etcd_prefix
             ));
         }
+        let mut modes: Vec<apiforge_runtime::authz::Mode> = Vec::new();
+        for name in self
+            .authorization_mode
+            .iter()
+            .map(|m| m.trim())
+            .filter(|m| !m.is_empty())
+        {
+            match name.parse() {
+                Ok(mode) if modes.contains(&mode) => errors.push(format!(
+                    "authorization-mode {name:?} has mode specified more than once"
+                )),
+                Ok(mode) => modes.push(mode),
+                Err(e) => errors.push(e),
+            }
+        }
+        if modes.is_empty() {
+            errors.push("at least one authorization-mode must be passed".to_string());
+        }
+        let abac = modes.contains(&apiforge_runtime::authz::Mode::Abac);
+        if abac && self.authorization_policy_file.is_none() {
+            errors
+                .push("authorization-mode ABAC's authorization policy file not passed".to_string());
+        }
+        if !abac && self.authorization_policy_file.is_some() {
+            errors.push("cannot specify --authorization-policy-file without mode ABAC".to_string());
+        }
+        let mut anonymous = self.anonymous_auth;
+        if anonymous && modes.contains(&apiforge_runtime::authz::Mode::AlwaysAllow) {
+            tracing::warn!(
+                "AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer"
+            );
+            anonymous = false;
+        }
         if !errors.is_empty() {
             bail!("invalid options:\n  {}", errors.join("\n  "));
         }
@@ -185,6 +238,15 @@ impl ServeOptions {
                         ..Default::default()
                     }),
                 admission: Default::default(),
+                authentication: apiforge_runtime::authn::Options {
+                    client_ca_file: self.client_ca_file,
+                    token_auth_file: self.token_auth_file,
+                    anonymous,
+                },
+                authorization: apiforge_runtime::authz::Options {
+                    modes,
+                    policy_file: self.authorization_policy_file,
+                },
             },
         })
     }

@@ -59,7 +59,8 @@ pub struct ApiServer {
     scheme: Scheme,
     stores: HashMap<(String, String, String), (Store, &'static KindInfo)>,
     docs: Documents,
-    admin_token: String,
+    authenticator: crate::authn::Authenticator,
+    authorizer: crate::authz::Authorizer,
     version: VersionInfo,
     shutting_down: AtomicBool,
     shutdown: tokio::sync::watch::Receiver<bool>,
@@ -75,8 +76,10 @@ pub struct ApiServerParts {
     pub storage_prefix: String,
     /// The generated documents.
     pub docs: Documents,
-    /// The admin bearer token.
-    pub admin_token: String,
+    /// Who requests are from (includes the admin bearer token).
+    pub authenticator: crate::authn::Authenticator,
+    /// What they may do.
+    pub authorizer: crate::authz::Authorizer,
     /// What `/version` reports.
     pub version: VersionInfo,
     /// Watch cache settings; `None` serves reads from storage.
@@ -96,7 +99,8 @@ impl ApiServer {
             storage,
             storage_prefix,
             docs,
-            admin_token,
+            authenticator,
+            authorizer,
             version,
             watch_cache,
             admission,
@@ -128,7 +132,8 @@ impl ApiServer {
             scheme,
             stores,
             docs,
-            admin_token,
+            authenticator,
+            authorizer,
             version,
             shutting_down: AtomicBool::new(false),
             shutdown,
@@ -162,6 +167,11 @@ impl ApiServer {
     /// per kind and served version).
     pub fn stores(&self) -> impl Iterator<Item = (&Store, &'static KindInfo)> {
         self.stores.values().map(|(store, info)| (store, *info))
+    }
+
+    /// The authorizer (its RBAC part is fed from the stored objects).
+    pub fn authorizer(&self) -> &crate::authz::Authorizer {
+        &self.authorizer
     }
 
     /// The scheme served.
@@ -234,43 +244,19 @@ fn text(code: StatusCode, body: &'static str) -> Response {
     )
 }
 
-fn is_public_path(path: &str) -> bool {
-    matches!(path, "/healthz" | "/livez" | "/readyz" | "/version")
-        || path.starts_with("/healthz/")
-        || path.starts_with("/livez/")
-        || path.starts_with("/readyz/")
-}
-
-fn authenticated(server: &ApiServer, req: &Request) -> bool {
-    let Some(value) = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let Some(token) = value.strip_prefix("Bearer ").map(str::trim) else {
-        return false;
-    };
-    constant_time_eq(token.as_bytes(), server.admin_token.as_bytes())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// Routes every request.
-async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Response {
+async fn director(State(server): State<Arc<ApiServer>>, mut req: Request) -> Response {
     let path = req.uri().path().to_string();
-    if !is_public_path(&path) && !authenticated(&server, &req) {
-        return error_response(&Status::unauthorized().into());
-    }
     let query = req.uri().query().unwrap_or_default().to_string();
     let params = Query::parse(&query);
     let watch = params
         .get("watch")
         .is_some_and(|v| v != "false" && v != "0");
     let info = request_info::parse(req.method(), &path, watch);
+    if let Err(e) = crate::authz::guard(&server.authenticator, &server.authorizer, &info, &mut req)
+    {
+        return error_response(&e);
+    }
     if info.is_resource_request {
         return crate::warning::record(resource::handle(server, info, params, req)).await;
     }

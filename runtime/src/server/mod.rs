@@ -35,6 +35,9 @@ pub enum Error {
     /// Start-up objects (system namespaces) could not be created.
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),
+    /// Authentication or authorization configuration could not be loaded.
+    #[error("{0}")]
+    Auth(String),
     /// The listener could not be bound.
     #[error("failed to listen on {0}: {1}")]
     Bind(SocketAddr, #[source] std::io::Error),
@@ -64,6 +67,10 @@ pub struct Config {
     pub watch_cache: Option<crate::registry::CacheOptions>,
     /// The enabled admission plugins, in order.
     pub admission: crate::admission::Plugins,
+    /// Authentication settings.
+    pub authentication: crate::authn::Options,
+    /// Authorization settings.
+    pub authorization: crate::authz::Options,
 }
 
 /// Starts serving and runs until `shutdown` completes, then shuts down
@@ -91,8 +98,13 @@ pub async fn run(
             (paths.cert, paths.key, paths.ca)
         }
     };
-    let tls_config = tls::server_config(&cert, &key)?;
+    let tls_config =
+        tls::server_config(&cert, &key, config.authentication.client_ca_file.as_deref())?;
     let token = kubeconfig::ensure_admin_token(&config.data_dir.join("admin.token"))?;
+    let authenticator = crate::authn::Authenticator::new(&config.authentication, token.clone())
+        .map_err(|e| Error::Auth(e.to_string()))?;
+    let authorizer = crate::authz::Authorizer::new(&config.authorization)
+        .map_err(|e| Error::Auth(e.to_string()))?;
 
     let addr = SocketAddr::new(config.bind_address, config.secure_port);
     let listener = TcpListener::bind(addr)
@@ -114,7 +126,8 @@ pub async fn run(
         storage,
         storage_prefix: config.storage_prefix.clone(),
         docs,
-        admin_token: token,
+        authenticator,
+        authorizer,
         version,
         watch_cache: config.watch_cache.clone(),
         admission: config.admission.clone(),
@@ -125,6 +138,9 @@ pub async fn run(
         .await
         .map_err(|e| Error::Bootstrap(e.to_string()))?;
     crate::controllers::start(&server, stop_rx.clone());
+    crate::authz::rbac::start(&server, stop_rx.clone())
+        .await
+        .map_err(|e| Error::Bootstrap(e.to_string()))?;
     let router = server.clone().router();
     tracing::info!(%url, kubeconfig = %kubeconfig_path.display(), "serving; use: kubectl --kubeconfig {}", kubeconfig_path.display());
 
@@ -147,7 +163,7 @@ pub async fn run(
                 };
                 let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
-                let service = TowerToHyperService::new(router.clone());
+                let router = router.clone();
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
@@ -159,6 +175,19 @@ pub async fn run(
                         }
                         Err(_) => return,
                     };
+                    // A verified client certificate authenticates every request of the connection.
+                    let cert = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| {
+                        crate::authn::ClientCertificate(Arc::new(c.to_vec()))
+                    });
+                    let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+                        router,
+                        move |mut req: http::Request<hyper::body::Incoming>| {
+                            if let Some(cert) = &cert {
+                                req.extensions_mut().insert(cert.clone());
+                            }
+                            req
+                        },
+                    ));
                     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
                     if let Err(e) = watcher.watch(conn.into_owned()).await {
                         tracing::debug!(%peer, error = %e, "connection ended with an error");

@@ -106,7 +106,13 @@ pub fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), Error> 
 }
 
 /// A rustls server configuration (ring, TLS 1.2+, ALPN h2 and http/1.1).
-pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, Error> {
+/// With `client_ca`, client certificates are requested (not required) and
+/// must verify against that CA.
+pub fn server_config(
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+) -> Result<Arc<ServerConfig>, Error> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| Error::Tls(format!("reading {}: {e}", cert.display())))?
         .collect::<Result<_, _>>()
@@ -120,10 +126,35 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, Error
     let key = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| Error::Tls(format!("reading {}: {e}", key.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(|e| Error::Tls(e.to_string()))?
-        .with_no_client_auth()
+        .map_err(|e| Error::Tls(e.to_string()))?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            let read = |e: rustls_pki_types::pem::Error| {
+                Error::Tls(format!("reading {}: {e}", ca.display()))
+            };
+            for c in CertificateDer::pem_file_iter(ca).map_err(read)? {
+                roots
+                    .add(c.map_err(read)?)
+                    .map_err(|e| Error::Tls(format!("{}: {e}", ca.display())))?;
+            }
+            if roots.is_empty() {
+                return Err(Error::Tls(format!("{} holds no certificate", ca.display())));
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| Error::Tls(format!("{}: {e}", ca.display())))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder
         .with_single_cert(certs, key)
         .map_err(|e| Error::Tls(e.to_string()))?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

@@ -1,0 +1,147 @@
+//! Authentication against the real binary over TLS: x509 client
+//! certificates (`--client-ca-file`), static tokens (`--token-auth-file`),
+//! the admin token, and anonymous requests (`--anonymous-auth`).
+//! Identity is observed through RBAC's 403 message (which names the user)
+//! and the bootstrap policy (`/version` is public, discovery needs
+//! authentication, `system:masters` may do everything).
+
+mod common;
+
+use common::Server;
+use common::auth::{Credential, TestCa, client_with, get, token_file};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams};
+
+const LIST_CM: &str = "/api/v1/namespaces/default/configmaps";
+
+fn forbidden_list(user: &str) -> String {
+    format!(
+        "configmaps is forbidden: User \"{user}\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    )
+}
+
+async fn start(extra: &[&str], tmp: &tempfile::TempDir) -> Server {
+    Server::start_in(&tmp.path().join("data"), common::free_port(), extra).await
+}
+
+#[tokio::test]
+async fn static_tokens_admin_token_and_bad_tokens() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let tokens = token_file(
+        tmp.path(),
+        &[
+            "alice-token,alice,1001,\"dev,ops\"",
+            "root-token,root,0,system:masters",
+        ],
+    );
+    let server = start(&["--token-auth-file", tokens.to_str().expect("path")], &tmp).await;
+
+    // A known token authenticates (the user has no permissions yet).
+    let alice = client_with(&server, &Credential::token("alice-token")).await;
+    assert_eq!(get(&alice, LIST_CM).await, (403, forbidden_list("alice")));
+    // Authenticated users may discover the API (system:discovery).
+    assert_eq!(get(&alice, "/apis").await.0, 200);
+
+    // Groups from the file count: system:masters may do everything.
+    let root = client_with(&server, &Credential::token("root-token")).await;
+    Api::<ConfigMap>::namespaced(root, "default")
+        .list(&ListParams::default())
+        .await
+        .expect("masters list");
+
+    // The admin token still works.
+    let admin = server.client().await;
+    assert_eq!(get(&admin, LIST_CM).await.0, 200);
+
+    // An unknown token is 401 even though anonymous requests are allowed.
+    let bad = client_with(&server, &Credential::token("nope")).await;
+    match Api::<ConfigMap>::namespaced(bad.clone(), "default")
+        .list(&ListParams::default())
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(
+                (s.code, s.reason.as_str(), s.message.as_str()),
+                (401, "Unauthorized", "Unauthorized")
+            )
+        }
+        other => panic!("expected 401, got {other:?}"),
+    }
+    assert_eq!(get(&bad, "/version").await.0, 401);
+}
+
+#[tokio::test]
+async fn client_certificates() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ca = TestCa::new("test-client-ca");
+    let ca_file = ca.write(tmp.path(), "client-ca.crt");
+    let server = start(&["--client-ca-file", ca_file.to_str().expect("path")], &tmp).await;
+
+    // CN is the user, O the group.
+    let carol = ca.client_cert(tmp.path(), "carol", Some("system:masters"));
+    let client = client_with(&server, &Credential::cert(carol)).await;
+    assert_eq!(get(&client, LIST_CM).await.0, 200);
+    let dave = ca.client_cert(tmp.path(), "dave", Some("team"));
+    let client = client_with(&server, &Credential::cert(dave)).await;
+    assert_eq!(get(&client, LIST_CM).await, (403, forbidden_list("dave")));
+    assert_eq!(get(&client, "/apis").await.0, 200);
+
+    // A certificate from another CA is refused (the TLS handshake fails).
+    let other = TestCa::new("other-ca");
+    let mallory = other.client_cert(tmp.path(), "mallory", Some("system:masters"));
+    let client = client_with(&server, &Credential::cert(mallory)).await;
+    let (code, msg) = get(&client, LIST_CM).await;
+    assert!(
+        code == 0 || code == 401,
+        "expected a refusal, got {code}: {msg}"
+    );
+
+    // No certificate and no token: anonymous.
+    let anon = client_with(&server, &Credential::default()).await;
+    assert_eq!(
+        get(&anon, LIST_CM).await,
+        (403, forbidden_list("system:anonymous"))
+    );
+    assert_eq!(get(&anon, "/version").await.0, 200);
+    assert_eq!(get(&anon, "/readyz").await, (200, "ok".to_string()));
+    assert_eq!(
+        get(&anon, "/apis").await,
+        (
+            403,
+            "forbidden: User \"system:anonymous\" cannot get path \"/apis\"".to_string()
+        )
+    );
+}
+
+#[tokio::test]
+async fn anonymous_auth_off() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let server = start(&["--anonymous-auth=false"], &tmp).await;
+    let anon = client_with(&server, &Credential::default()).await;
+    assert_eq!(
+        get(&anon, "/version").await,
+        (401, "Unauthorized".to_string())
+    );
+    assert_eq!(get(&anon, LIST_CM).await.0, 401);
+    let admin = server.client().await;
+    assert_eq!(get(&admin, LIST_CM).await.0, 200);
+}
+
+#[tokio::test]
+async fn always_allow_turns_anonymous_off() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let tokens = token_file(tmp.path(), &["t,alice,1"]);
+    let server = start(
+        &[
+            "--authorization-mode=AlwaysAllow",
+            "--token-auth-file",
+            tokens.to_str().expect("path"),
+        ],
+        &tmp,
+    )
+    .await;
+    let alice = client_with(&server, &Credential::token("t")).await;
+    assert_eq!(get(&alice, LIST_CM).await.0, 200);
+    let anon = client_with(&server, &Credential::default()).await;
+    assert_eq!(get(&anon, LIST_CM).await.0, 401);
+}
