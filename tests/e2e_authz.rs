@@ -4,12 +4,15 @@
 mod common;
 
 use common::Server;
-use common::auth::{Credential, client_with, get, token_file};
+use common::auth::{Credential, client_with, eventually, get, send, token_file};
+use http::Method;
+use serde_json::json;
 
 const TOKENS: &[&str] = &[
     "alice-token,alice,1,dev",
     "bob-token,bob,2",
-    "carol-token,carol,3",
+    "carol-token,carol,3,viewers",
+    "dave-token,dave,4",
 ];
 
 async fn start(extra: &[&str], tmp: &tempfile::TempDir) -> Server {
@@ -225,4 +228,451 @@ async fn impersonation() {
     )
     .await;
     assert_eq!(get(&admin_as_carol, path).await.0, 403);
+}
+
+/// A request of the RBAC matrix: client, user name, method, path, body and
+/// the expected status code.
+type Case<'a> = (
+    &'a kube::Client,
+    &'a str,
+    Method,
+    String,
+    Option<serde_json::Value>,
+    u16,
+);
+
+const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+
+fn binding(
+    kind: &str,
+    name: &str,
+    role_kind: &str,
+    role: &str,
+    subject: serde_json::Value,
+) -> serde_json::Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": [subject],
+    })
+}
+
+fn user(name: &str) -> serde_json::Value {
+    json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name})
+}
+
+fn role(kind: &str, name: &str, rules: serde_json::Value) -> serde_json::Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": name}, "rules": rules})
+}
+
+fn configmap(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+}
+
+async fn created(client: &kube::Client, path: &str, body: serde_json::Value) {
+    let (code, msg) = send(client, Method::POST, path, Some(body)).await;
+    assert_eq!(code, 200, "POST {path}: {msg}");
+}
+
+#[tokio::test]
+async fn rbac_matrix_escalation_and_impersonation() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let server = start(&[], &tmp).await;
+    let admin = server.client().await;
+
+    // The bootstrap policy is served as objects.
+    let (code, body) = get(&admin, &format!("{RBAC}/clusterroles/cluster-admin")).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        get(
+            &admin,
+            &format!("{RBAC}/clusterrolebindings/system:discovery")
+        )
+        .await
+        .0,
+        200
+    );
+
+    for ns in ["dev", "prod"] {
+        created(
+            &admin,
+            "/api/v1/namespaces",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
+        .await;
+    }
+    created(
+        &admin,
+        "/api/v1/namespaces/prod/configmaps",
+        configmap("one"),
+    )
+    .await;
+    created(
+        &admin,
+        "/api/v1/namespaces/prod/configmaps",
+        configmap("two"),
+    )
+    .await;
+    // alice edits dev; the group viewers views everything; bob reads one
+    // configmap in prod and manages roles there; dave reads flunders.
+    created(
+        &admin,
+        &format!("{RBAC}/namespaces/dev/rolebindings"),
+        binding(
+            "RoleBinding",
+            "alice-edit",
+            "ClusterRole",
+            "edit",
+            user("alice"),
+        ),
+    )
+    .await;
+    created(
+        &admin,
+        &format!("{RBAC}/clusterrolebindings"),
+        binding(
+            "ClusterRoleBinding",
+            "viewers",
+            "ClusterRole",
+            "view",
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "viewers"}),
+        ),
+    )
+    .await;
+    created(&admin, &format!("{RBAC}/namespaces/prod/roles"), role("Role", "bob", json!([
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["one"], "verbs": ["get"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create", "update", "get"]}
+    ]))).await;
+    created(
+        &admin,
+        &format!("{RBAC}/namespaces/prod/rolebindings"),
+        binding("RoleBinding", "bob", "Role", "bob", user("bob")),
+    )
+    .await;
+    created(&admin, &format!("{RBAC}/clusterroles"), role("ClusterRole", "flunder-reader", json!([
+        {"apiGroups": ["wardle.example.com"], "resources": ["flunders"], "verbs": ["get", "list", "watch"]},
+        {"nonResourceURLs": ["/openapi/*"], "verbs": ["get"]}
+    ]))).await;
+    created(
+        &admin,
+        &format!("{RBAC}/clusterrolebindings"),
+        binding(
+            "ClusterRoleBinding",
+            "dave",
+            "ClusterRole",
+            "flunder-reader",
+            user("dave"),
+        ),
+    )
+    .await;
+
+    let alice = as_user(&server, "alice-token").await;
+    let bob = as_user(&server, "bob-token").await;
+    let carol = as_user(&server, "carol-token").await;
+    let dave = as_user(&server, "dave-token").await;
+    let flunders = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
+
+    // Wait until the server has seen the last binding.
+    assert_eq!(eventually(&dave, flunders, 200).await.0, 200);
+
+    // user × verb × resource × namespace
+    let cases: Vec<Case<'_>> = vec![
+        (
+            &alice,
+            "alice",
+            Method::GET,
+            "/api/v1/namespaces/dev/configmaps".into(),
+            None,
+            200,
+        ),
+        (
+            &alice,
+            "alice",
+            Method::POST,
+            "/api/v1/namespaces/dev/configmaps".into(),
+            Some(configmap("a")),
+            200,
+        ),
+        (
+            &alice,
+            "alice",
+            Method::GET,
+            "/api/v1/namespaces/dev/secrets".into(),
+            None,
+            200,
+        ),
+        (
+            &alice,
+            "alice",
+            Method::GET,
+            "/api/v1/namespaces/prod/configmaps".into(),
+            None,
+            403,
+        ),
+        (
+            &alice,
+            "alice",
+            Method::GET,
+            "/api/v1/namespaces/dev".into(),
+            None,
+            403,
+        ),
+        (
+            &alice,
+            "alice",
+            Method::POST,
+            format!("{RBAC}/namespaces/dev/roles"),
+            Some(role("Role", "r", json!([]))),
+            403,
+        ),
+        (
+            &carol,
+            "carol",
+            Method::GET,
+            "/api/v1/namespaces/dev/configmaps".into(),
+            None,
+            200,
+        ),
+        (
+            &carol,
+            "carol",
+            Method::GET,
+            "/api/v1/namespaces/prod/configmaps/one".into(),
+            None,
+            200,
+        ),
+        (
+            &carol,
+            "carol",
+            Method::GET,
+            "/api/v1/namespaces/dev".into(),
+            None,
+            200,
+        ),
+        (
+            &carol,
+            "carol",
+            Method::GET,
+            "/api/v1/namespaces/dev/secrets".into(),
+            None,
+            403,
+        ),
+        (
+            &carol,
+            "carol",
+            Method::POST,
+            "/api/v1/namespaces/dev/configmaps".into(),
+            Some(configmap("c")),
+            403,
+        ),
+        (
+            &carol,
+            "carol",
+            Method::DELETE,
+            "/api/v1/namespaces/prod/configmaps/one".into(),
+            None,
+            403,
+        ),
+        (
+            &bob,
+            "bob",
+            Method::GET,
+            "/api/v1/namespaces/prod/configmaps/one".into(),
+            None,
+            200,
+        ),
+        (
+            &bob,
+            "bob",
+            Method::GET,
+            "/api/v1/namespaces/prod/configmaps/two".into(),
+            None,
+            403,
+        ),
+        (
+            &bob,
+            "bob",
+            Method::GET,
+            "/api/v1/namespaces/prod/configmaps".into(),
+            None,
+            403,
+        ),
+        (&dave, "dave", Method::GET, flunders.into(), None, 200),
+        (&dave, "dave", Method::GET, "/openapi/v3".into(), None, 200),
+        (
+            &dave,
+            "dave",
+            Method::POST,
+            flunders.into(),
+            Some(
+                json!({"apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder", "metadata": {"name": "f"}}),
+            ),
+            403,
+        ),
+        (
+            &dave,
+            "dave",
+            Method::GET,
+            "/api/v1/namespaces/default/configmaps".into(),
+            None,
+            403,
+        ),
+    ];
+    for (client, name, method, path, body, want) in cases {
+        let (code, msg) = send(client, method.clone(), &path, body).await;
+        assert_eq!(code, want, "{name} {method} {path}: {msg}");
+        if want == 403 {
+            assert!(msg.contains(&format!("User \"{name}\" cannot ")), "{msg}");
+        }
+    }
+    assert_eq!(
+        get(&alice, "/api/v1/namespaces/prod/configmaps").await.1,
+        "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"prod\""
+    );
+    assert_eq!(
+        get(&alice, "/api/v1/namespaces/dev").await.1,
+        "namespaces \"dev\" is forbidden: User \"alice\" cannot get resource \"namespaces\" in API group \"\" at the cluster scope"
+    );
+
+    // Escalation: bob may write roles in prod, but only with rules he holds.
+    let roles = format!("{RBAC}/namespaces/prod/roles");
+    let (code, msg) = send(&bob, Method::POST, &roles, Some(role("Role", "subset", json!([
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["one"], "verbs": ["get"]}
+    ])))).await;
+    assert_eq!(code, 200, "{msg}");
+    let (code, msg) = send(&bob, Method::POST, &roles, Some(role("Role", "too-much", json!([
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "delete"], "resourceNames": ["one"]}
+    ])))).await;
+    assert_eq!(
+        (code, msg.as_str()),
+        (
+            403,
+            "roles.rbac.authorization.k8s.io \"too-much\" is forbidden: user \"bob\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"configmaps\"], ResourceNames:[\"one\"], Verbs:[\"delete\"]}"
+        )
+    );
+    let bindings = format!("{RBAC}/namespaces/prod/rolebindings");
+    let (code, msg) = send(
+        &bob,
+        Method::POST,
+        &bindings,
+        Some(binding(
+            "RoleBinding",
+            "carol-edit",
+            "ClusterRole",
+            "edit",
+            user("carol"),
+        )),
+    )
+    .await;
+    assert_eq!(code, 403, "{msg}");
+    assert!(
+        msg.contains("is attempting to grant RBAC permissions not currently held"),
+        "{msg}"
+    );
+    let (code, msg) = send(
+        &bob,
+        Method::POST,
+        &bindings,
+        Some(binding(
+            "RoleBinding",
+            "carol-subset",
+            "Role",
+            "subset",
+            user("carol"),
+        )),
+    )
+    .await;
+    assert_eq!(code, 200, "{msg}");
+    // With `bind` on the edit ClusterRole, bob may bind it.
+    created(&admin, &roles, role("Role", "bind-edit", json!([
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["edit"], "verbs": ["bind"]}
+    ]))).await;
+    created(
+        &admin,
+        &bindings,
+        binding(
+            "RoleBinding",
+            "bob-bind-edit",
+            "Role",
+            "bind-edit",
+            user("bob"),
+        ),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (code, msg) = send(
+            &bob,
+            Method::POST,
+            &bindings,
+            Some(binding(
+                "RoleBinding",
+                "carol-edit",
+                "ClusterRole",
+                "edit",
+                user("carol"),
+            )),
+        )
+        .await;
+        if code == 200 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "bind never allowed: {code} {msg}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // The roleRef of a binding cannot change.
+    let (code, msg) = send(
+        &admin,
+        Method::PATCH,
+        &format!("{bindings}/carol-edit"),
+        Some(json!({"roleRef": {"name": "view"}})),
+    )
+    .await;
+    assert_eq!(code, 422, "{msg}");
+
+    // Impersonation under RBAC: alice may impersonate carol only.
+    created(&admin, &format!("{RBAC}/clusterroles"), role("ClusterRole", "impersonate-carol", json!([
+        {"apiGroups": [""], "resources": ["users"], "resourceNames": ["carol"], "verbs": ["impersonate"]}
+    ]))).await;
+    created(
+        &admin,
+        &format!("{RBAC}/clusterrolebindings"),
+        binding(
+            "ClusterRoleBinding",
+            "alice-impersonates",
+            "ClusterRole",
+            "impersonate-carol",
+            user("alice"),
+        ),
+    )
+    .await;
+    let as_carol = client_with(
+        &server,
+        &Credential::token("alice-token").impersonating("carol", &[]),
+    )
+    .await;
+    // carol (without the viewers group, which was not impersonated) has carol-edit in prod now.
+    assert_eq!(
+        eventually(&as_carol, "/api/v1/namespaces/prod/configmaps", 200)
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        get(&as_carol, "/api/v1/namespaces/dev/configmaps").await.1,
+        "configmaps is forbidden: User \"carol\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"dev\""
+    );
+    let as_dave = client_with(
+        &server,
+        &Credential::token("alice-token").impersonating("dave", &[]),
+    )
+    .await;
+    assert_eq!(
+        get(&as_dave, flunders).await,
+        (403, "users \"dave\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope".to_string())
+    );
 }

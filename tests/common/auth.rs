@@ -153,3 +153,45 @@ pub async fn get(client: &kube::Client, path: &str) -> (u16, String) {
         Err(other) => (0, other.to_string()),
     }
 }
+
+/// Sends `method path` with a JSON `body` and returns the status code and
+/// message (200/201 successes report 200 and the body).
+pub async fn send(
+    client: &kube::Client,
+    method: http::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, String) {
+    let content_type = if method == http::Method::PATCH {
+        "application/merge-patch+json"
+    } else {
+        "application/json"
+    };
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", content_type)
+        .body(
+            body.map(|b| serde_json::to_vec(&b).expect("json"))
+                .unwrap_or_default(),
+        )
+        .expect("request");
+    match client.request_text(req).await {
+        Ok(body) => (200, body),
+        Err(kube::Error::Api(s)) => (s.code, s.message),
+        Err(other) => (0, other.to_string()),
+    }
+}
+
+/// Repeats `get` until it answers `code` (RBAC changes apply after the
+/// server's cache saw them); returns the last answer.
+pub async fn eventually(client: &kube::Client, path: &str, code: u16) -> (u16, String) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let got = get(client, path).await;
+        if got.0 == code || std::time::Instant::now() > deadline {
+            return got;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -85,6 +85,31 @@ impl UserInfo {
     }
 }
 
+tokio::task_local! {
+    static CURRENT_USER: UserInfo;
+}
+
+/// Runs `fut` (a request's handling) as `user`: code below the handlers
+/// (admission, the registry) reads it with [`current_user`].
+pub async fn with_user<F: std::future::Future>(user: UserInfo, fut: F) -> F::Output {
+    CURRENT_USER.scope(user, fut).await
+}
+
+/// The user of the request being handled, if any.
+pub fn current_user() -> Option<UserInfo> {
+    CURRENT_USER.try_with(Clone::clone).ok()
+}
+
+impl From<UserInfo> for crate::admission::UserInfo {
+    fn from(u: UserInfo) -> Self {
+        crate::admission::UserInfo {
+            username: u.name,
+            uid: u.uid,
+            groups: u.groups,
+        }
+    }
+}
+
 /// The verified TLS client certificate (leaf, DER) of a connection; the
 /// listener puts it into every request's extensions.
 #[derive(Clone, Debug)]

@@ -89,13 +89,10 @@ impl Policy {
     fn subject_matches(&self, attrs: &Attributes) -> bool {
         let mut matched = false;
         if !self.user.is_empty() {
-            if self.user == "*" {
-                matched = true;
-            } else if self.user == attrs.user.name {
-                matched = true;
-            } else {
+            if self.user != "*" && self.user != attrs.user.name {
                 return false;
             }
+            matched = true;
         }
         if !self.group.is_empty() {
             if self.group == "*" || attrs.user.in_group(&self.group) {

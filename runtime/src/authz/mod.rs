@@ -10,6 +10,7 @@
 //! Kubernetes' 403 Forbidden Status.
 
 pub mod abac;
+pub mod escalation;
 pub mod rbac;
 
 use std::path::PathBuf;
@@ -316,11 +317,11 @@ pub fn guard(
     authorizer: &Authorizer,
     info: &RequestInfo,
     req: &mut http::Request<axum::body::Body>,
-) -> Result<(), ApiError> {
+) -> Result<UserInfo, ApiError> {
     let cert = req.extensions().get::<authn::ClientCertificate>().cloned();
     let user = authenticator.authenticate(req.headers_mut(), cert.as_ref())?;
     let user = authn::impersonation::impersonate(authorizer, user, req.headers_mut())?;
     authorizer.check(&Attributes::from_request_info(&user, info))?;
-    req.extensions_mut().insert(user);
-    Ok(())
+    req.extensions_mut().insert(user.clone());
+    Ok(user)
 }

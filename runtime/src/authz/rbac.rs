@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use futures::StreamExt;
@@ -25,60 +25,7 @@ use crate::endpoints::ApiServer;
 use crate::error::{ApiError, ApiResult};
 use crate::registry::{ListParams, Store, WatchEvent};
 
-/// The RBAC API group.
-pub const GROUP: &str = "rbac.authorization.k8s.io";
-
-/// One rule of a Role or ClusterRole.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PolicyRule {
-    /// Verbs (`*` for all).
-    #[serde(default)]
-    pub verbs: Vec<String>,
-    /// API groups (`""` core, `*` all).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub api_groups: Vec<String>,
-    /// Resources (`*`, `res/sub`, `*/sub`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resources: Vec<String>,
-    /// Object names (empty: all).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resource_names: Vec<String>,
-    /// Non-resource paths (`*`, or a `prefix*`).
-    #[serde(
-        rename = "nonResourceURLs",
-        default,
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub non_resource_urls: Vec<String>,
-}
-
-/// A subject of a binding.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Subject {
-    /// `User`, `Group` or `ServiceAccount`.
-    #[serde(default)]
-    pub kind: String,
-    /// The name.
-    #[serde(default)]
-    pub name: String,
-    /// The namespace (service accounts).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-}
-
-/// What a binding grants.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RoleRef {
-    /// `Role` or `ClusterRole`.
-    #[serde(default)]
-    pub kind: String,
-    /// The role's name.
-    #[serde(default)]
-    pub name: String,
-}
+pub use crate::builtin::rbac_v1::{GROUP, PolicyRule, RoleRef, Subject};
 
 #[derive(Clone, Debug, Default)]
 struct Binding {
@@ -727,6 +674,9 @@ pub async fn start(
     server: &ApiServer,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> ApiResult<()> {
+    let Some(rbac) = server.authorizer().rbac().cloned() else {
+        return Ok(());
+    };
     let stores = rbac_stores(server);
     if stores.is_empty() {
         return Ok(());
@@ -756,9 +706,6 @@ pub async fn start(
             Err(e) => return Err(e),
         }
     }
-    let Some(rbac) = server.authorizer().rbac().cloned() else {
-        return Ok(());
-    };
     rbac.replace(read_all(&stores).await?);
     tokio::spawn(keep_current(rbac, stores, shutdown));
     Ok(())

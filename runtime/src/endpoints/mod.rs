@@ -127,6 +127,13 @@ impl ApiServer {
                 }
             }
         }
+        let admission = match authorizer.rbac() {
+            Some(rbac) => admission.with(Arc::new(crate::authz::escalation::EscalationCheck::new(
+                authorizer.clone(),
+                rbac.clone(),
+            ))),
+            None => admission,
+        };
         let stores = crate::registry::attach_admission(stores, admission);
         ApiServer {
             scheme,
@@ -253,12 +260,14 @@ async fn director(State(server): State<Arc<ApiServer>>, mut req: Request) -> Res
         .get("watch")
         .is_some_and(|v| v != "false" && v != "0");
     let info = request_info::parse(req.method(), &path, watch);
-    if let Err(e) = crate::authz::guard(&server.authenticator, &server.authorizer, &info, &mut req)
+    let user = match crate::authz::guard(&server.authenticator, &server.authorizer, &info, &mut req)
     {
-        return error_response(&e);
-    }
+        Ok(user) => user,
+        Err(e) => return error_response(&e),
+    };
     if info.is_resource_request {
-        return crate::warning::record(resource::handle(server, info, params, req)).await;
+        let handled = crate::warning::record(resource::handle(server, info, params, req));
+        return crate::authn::with_user(user, handled).await;
     }
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
         return error_response(&Status::path_not_found().into());
