@@ -676,3 +676,122 @@ async fn rbac_matrix_escalation_and_impersonation() {
         (403, "users \"dave\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope".to_string())
     );
 }
+
+#[tokio::test]
+async fn access_reviews_and_kubectl_auth() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let server = start(&[], &tmp).await;
+    let admin = server.client().await;
+    created(
+        &admin,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dev"}}),
+    )
+    .await;
+    created(
+        &admin,
+        &format!("{RBAC}/namespaces/dev/rolebindings"),
+        binding(
+            "RoleBinding",
+            "alice-edit",
+            "ClusterRole",
+            "edit",
+            user("alice"),
+        ),
+    )
+    .await;
+    let alice = as_user(&server, "alice-token").await;
+    assert_eq!(
+        eventually(&alice, "/api/v1/namespaces/dev/configmaps", 200)
+            .await
+            .0,
+        200
+    );
+
+    // JSON SelfSubjectAccessReview (allowed for every authenticated user).
+    let review = |ns: &str| {
+        json!({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"namespace": ns, "verb": "create", "resource": "configmaps"}}
+        })
+    };
+    let ssar = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let (code, body) = send(&alice, Method::POST, ssar, Some(review("dev"))).await;
+    assert_eq!(code, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(answer["kind"], "SelfSubjectAccessReview");
+    assert_eq!(answer["status"]["allowed"], true);
+    assert_eq!(
+        answer["status"]["reason"],
+        "RBAC: allowed by RoleBinding \"alice-edit/dev\" of ClusterRole \"edit\" to User \"alice\""
+    );
+    let (_, body) = send(&alice, Method::POST, ssar, Some(review("prod"))).await;
+    let answer: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(answer["status"]["allowed"], false);
+    // Neither attribute set: 422.
+    let (code, _) = send(&alice, Method::POST, ssar, Some(json!({"spec": {}}))).await;
+    assert_eq!(code, 422);
+    // SubjectAccessReview needs its own permission; the admin has it.
+    let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": "alice", "resourceAttributes": {"namespace": "dev", "verb": "delete", "resource": "secrets"}}});
+    let path = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    assert_eq!(
+        send(&alice, Method::POST, path, Some(sar.clone())).await.0,
+        403
+    );
+    let (code, body) = send(&admin, Method::POST, path, Some(sar)).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).expect("json")["status"]["allowed"],
+        true
+    );
+
+    // kubectl 1.32+ sends these reviews as protobuf.
+    let kubectl = common::kubectl::Kubectl::new(&server);
+    let can_i = |args: &[&str]| {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--token", "alice-token"]);
+        let out = kubectl.run(&all);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(can_i(&["create", "configmaps", "-n", "dev"]), "yes");
+    assert_eq!(can_i(&["create", "configmaps", "-n", "default"]), "no");
+    assert_eq!(can_i(&["get", "/version"]), "yes");
+    assert_eq!(can_i(&["create", "roles", "-n", "dev"]), "no");
+    let list = kubectl.ok(&[
+        "auth",
+        "can-i",
+        "--list",
+        "-n",
+        "dev",
+        "--token",
+        "alice-token",
+    ]);
+    assert!(list.lines().any(|l| l.starts_with("configmaps ")), "{list}");
+    let whoami = kubectl.ok(&["auth", "whoami", "-o", "json", "--token", "alice-token"]);
+    let who: serde_json::Value = serde_json::from_str(&whoami).expect("whoami json");
+    assert_eq!(who["status"]["userInfo"]["username"], "alice");
+    assert_eq!(who["status"]["userInfo"]["uid"], "1");
+    assert_eq!(
+        who["status"]["userInfo"]["groups"],
+        json!(["dev", "system:authenticated"])
+    );
+    // Impersonated by the admin.
+    let whoami = kubectl.ok(&[
+        "auth",
+        "whoami",
+        "-o",
+        "json",
+        "--as",
+        "bob",
+        "--as-group",
+        "team",
+    ]);
+    let who: serde_json::Value = serde_json::from_str(&whoami).expect("whoami json");
+    assert_eq!(who["status"]["userInfo"]["username"], "bob");
+    assert_eq!(
+        who["status"]["userInfo"]["groups"],
+        json!(["team", "system:authenticated"])
+    );
+}

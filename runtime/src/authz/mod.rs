@@ -12,6 +12,7 @@
 pub mod abac;
 pub mod escalation;
 pub mod rbac;
+pub mod reviews;
 
 use std::path::PathBuf;
 use std::sync::Arc;

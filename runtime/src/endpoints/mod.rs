@@ -265,6 +265,9 @@ async fn director(State(server): State<Arc<ApiServer>>, mut req: Request) -> Res
         Ok(user) => user,
         Err(e) => return error_response(&e),
     };
+    if crate::authz::reviews::is_review(&info) {
+        return crate::authz::reviews::handle(&server.authorizer, &user, &info, req).await;
+    }
     if info.is_resource_request {
         let handled = crate::warning::record(resource::handle(server, info, params, req));
         return crate::authn::with_user(user, handled).await;
