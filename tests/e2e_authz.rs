@@ -634,6 +634,35 @@ async fn rbac_matrix_escalation_and_impersonation() {
     .await;
     assert_eq!(code, 422, "{msg}");
 
+    // Aggregation: a ClusterRole labelled aggregate-to-view extends view
+    // (and so edit and admin), in evaluation and in the stored object.
+    let flunders_all = "/apis/wardle.example.com/v1beta1/flunders";
+    assert_eq!(get(&carol, flunders_all).await.0, 403);
+    let mut agg = role(
+        "ClusterRole",
+        "flunders-view",
+        json!([
+            {"apiGroups": ["wardle.example.com"], "resources": ["flunders"], "verbs": ["get", "list", "watch"]}
+        ]),
+    );
+    agg["metadata"]["labels"] = json!({"rbac.authorization.k8s.io/aggregate-to-view": "true"});
+    created(&admin, &format!("{RBAC}/clusterroles"), agg).await;
+    assert_eq!(eventually(&carol, flunders_all, 200).await.0, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, body) = get(&admin, &format!("{RBAC}/clusterroles/admin")).await;
+        let admin_role: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let rules = admin_role["rules"].as_array().cloned().unwrap_or_default();
+        if rules.iter().any(|r| r["resources"] == json!(["flunders"])) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "admin never aggregated: {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
     // Impersonation under RBAC: alice may impersonate carol only.
     created(&admin, &format!("{RBAC}/clusterroles"), role("ClusterRole", "impersonate-carol", json!([
         {"apiGroups": [""], "resources": ["users"], "resourceNames": ["carol"], "verbs": ["impersonate"]}

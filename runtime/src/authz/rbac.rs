@@ -5,7 +5,9 @@
 //! whenever they change. Deny by default; the first rule that allows wins.
 //! A request in namespace N sees every ClusterRoleBinding plus the
 //! RoleBindings of N. ClusterRoles with an `aggregationRule` get the union
-//! of the rules of the ClusterRoles its selectors match.
+//! of the rules of the ClusterRoles its selectors match (written back to
+//! the stored object, as kube-controller-manager's aggregation controller
+//! does).
 //! [`bootstrap_objects`] are the default roles and bindings
 //! (kube-apiserver's bootstrap policy, for the kinds apiforge serves).
 
@@ -39,6 +41,8 @@ struct Binding {
 struct ClusterRole {
     labels: BTreeMap<String, String>,
     rules: Vec<PolicyRule>,
+    /// The rules as stored (before aggregation).
+    stored: Vec<PolicyRule>,
     /// matchLabels / matchExpressions selectors of the aggregation rule.
     aggregation: Option<Vec<Value>>,
 }
@@ -97,6 +101,7 @@ impl Snapshot {
                         ClusterRole {
                             labels,
                             rules: field(obj, "rules"),
+                            stored: field(obj, "rules"),
                             aggregation,
                         },
                     );
@@ -243,6 +248,20 @@ impl Snapshot {
             out.push(r.clone());
             false
         });
+        out
+    }
+
+    /// The aggregated ClusterRoles whose stored rules differ from the
+    /// aggregation's result, with that result (the aggregation controller
+    /// writes it back).
+    pub fn stale_aggregations(&self) -> Vec<(String, Vec<PolicyRule>)> {
+        let mut out: Vec<(String, Vec<PolicyRule>)> = self
+            .cluster_roles
+            .iter()
+            .filter(|(_, r)| r.aggregation.is_some() && r.rules != r.stored)
+            .map(|(name, r)| (name.clone(), r.rules.clone()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
 
@@ -706,8 +725,34 @@ pub async fn start(
             Err(e) => return Err(e),
         }
     }
-    rbac.replace(read_all(&stores).await?);
+    refresh(&rbac, &stores).await?;
     tokio::spawn(keep_current(rbac, stores, shutdown));
+    Ok(())
+}
+
+/// Reads the stored objects into `rbac` and writes the rules of aggregated
+/// ClusterRoles back when they changed (kube-controller-manager's
+/// clusterrole-aggregation controller).
+async fn refresh(rbac: &Rbac, stores: &[(Store, &'static str)]) -> ApiResult<()> {
+    let snapshot = read_all(stores).await?;
+    let stale = snapshot.stale_aggregations();
+    rbac.replace(snapshot);
+    let Some((store, _)) = stores.iter().find(|(_, k)| *k == "ClusterRole") else {
+        return Ok(());
+    };
+    for (name, rules) in stale {
+        let rules = serde_json::to_value(&rules).unwrap_or_default();
+        store
+            .update_internal("", &name, |obj| {
+                if obj.get("rules") == Some(&rules) {
+                    return false;
+                }
+                obj["rules"] = rules.clone();
+                true
+            })
+            .await?;
+        tracing::debug!(clusterrole = %name, "aggregated rules updated");
+    }
     Ok(())
 }
 
@@ -741,9 +786,8 @@ async fn keep_current(
             }
         }
         // Re-read after the watches started, so no change falls in between.
-        match read_all(&stores).await {
-            Ok(s) => rbac.replace(s),
-            Err(e) => tracing::warn!(error = %e, "RBAC: re-reading roles failed"),
+        if let Err(e) = refresh(&rbac, &stores).await {
+            tracing::warn!(error = %e, "RBAC: re-reading roles failed");
         }
         let mut events = futures::stream::select_all(streams);
         loop {
@@ -756,10 +800,11 @@ async fn keep_current(
                 _ = shutdown.wait_for(|stop| *stop) => return,
             };
             match changed {
-                Some(true) => match read_all(&stores).await {
-                    Ok(s) => rbac.replace(s),
-                    Err(e) => tracing::warn!(error = %e, "RBAC: re-reading roles failed"),
-                },
+                Some(true) => {
+                    if let Err(e) = refresh(&rbac, &stores).await {
+                        tracing::warn!(error = %e, "RBAC: re-reading roles failed");
+                    }
+                }
                 Some(false) => {}
                 None => break,
             }
