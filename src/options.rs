@@ -84,6 +84,9 @@ pub(crate) struct ServeOptions {
     /// If set, the file that will be used to secure the secure port of the API server via token authentication (CSV: token,user,uid,"group1,group2").
     #[arg(long, help_heading = "Authentication")]
     token_auth_file: Option<PathBuf>,
+    /// Enable to allow secrets of type 'bootstrap.kubernetes.io/token' in the 'kube-system' namespace to be used for TLS bootstrapping authentication.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Authentication")]
+    enable_bootstrap_token_auth: bool,
     /// Enables anonymous requests to the secure port of the API server. Requests that are not rejected by another authentication method are treated as anonymous requests (user system:anonymous, group system:unauthenticated). Turned off with AlwaysAllow authorization.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
     anonymous_auth: bool,
@@ -242,6 +245,7 @@ impl ServeOptions {
                     client_ca_file: self.client_ca_file,
                     token_auth_file: self.token_auth_file,
                     anonymous,
+                    bootstrap_tokens: self.enable_bootstrap_token_auth,
                 },
                 authorization: apiforge_runtime::authz::Options {
                     modes,

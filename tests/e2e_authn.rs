@@ -145,3 +145,76 @@ async fn always_allow_turns_anonymous_off() {
     let anon = client_with(&server, &Credential::default()).await;
     assert_eq!(get(&anon, LIST_CM).await.0, 401);
 }
+
+#[tokio::test]
+async fn bootstrap_tokens() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let server = start(&["--enable-bootstrap-token-auth"], &tmp).await;
+    let admin = server.client().await;
+    let secret = |id: &str, secret: &str, extra: serde_json::Value| {
+        let mut data = serde_json::json!({
+            "token-id": id, "token-secret": secret,
+            "usage-bootstrap-authentication": "true",
+            "auth-extra-groups": "system:bootstrappers:worker",
+        });
+        if let (Some(d), Some(e)) = (data.as_object_mut(), extra.as_object()) {
+            d.extend(e.clone());
+        }
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": format!("bootstrap-token-{id}"), "namespace": "kube-system"},
+            "type": "bootstrap.kubernetes.io/token",
+            "stringData": data,
+        })
+    };
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(admin, "kube-system");
+    for s in [
+        secret("abcdef", "0123456789abcdef", serde_json::json!({})),
+        secret(
+            "expire",
+            "0123456789abcdef",
+            serde_json::json!({"expiration": "2020-01-01T00:00:00Z"}),
+        ),
+        secret(
+            "nouse1",
+            "0123456789abcdef",
+            serde_json::json!({"usage-bootstrap-authentication": "false"}),
+        ),
+    ] {
+        api.create(
+            &Default::default(),
+            &serde_json::from_value(s).expect("secret"),
+        )
+        .await
+        .expect("create secret");
+    }
+    let client = client_with(&server, &Credential::token("abcdef.0123456789abcdef")).await;
+    assert_eq!(
+        get(&client, LIST_CM).await,
+        (403, forbidden_list("system:bootstrap:abcdef"))
+    );
+    for bad in [
+        "abcdef.0123456789abcdee",
+        "expire.0123456789abcdef",
+        "nouse1.0123456789abcdef",
+        "zzzzzz.0123456789abcdef",
+    ] {
+        let client = client_with(&server, &Credential::token(bad)).await;
+        assert_eq!(get(&client, LIST_CM).await.0, 401, "{bad}");
+    }
+
+    // Without the flag the same token is unknown.
+    let tmp2 = tempfile::tempdir().expect("tmp");
+    let plain = start(&[], &tmp2).await;
+    let api: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(plain.client().await, "kube-system");
+    api.create(
+        &Default::default(),
+        &serde_json::from_value(secret("abcdef", "0123456789abcdef", serde_json::json!({})))
+            .expect("secret"),
+    )
+    .await
+    .expect("create secret");
+    let client = client_with(&plain, &Credential::token("abcdef.0123456789abcdef")).await;
+    assert_eq!(get(&client, LIST_CM).await.0, 401);
+}

@@ -11,6 +11,7 @@
 //!
 //! [`impersonation`] then lets an authorized user act as another one.
 
+pub mod bootstrap_token;
 pub mod impersonation;
 mod token_file;
 mod x509;
@@ -126,6 +127,9 @@ pub struct Options {
     /// `--anonymous-auth`: requests no authenticator recognises are
     /// anonymous instead of 401.
     pub anonymous: bool,
+    /// `--enable-bootstrap-token-auth`: bootstrap-token Secrets in
+    /// `kube-system` authenticate bearer tokens.
+    pub bootstrap_tokens: bool,
 }
 
 impl Default for Options {
@@ -134,6 +138,7 @@ impl Default for Options {
             client_ca_file: None,
             token_auth_file: None,
             anonymous: true,
+            bootstrap_tokens: false,
         }
     }
 }
@@ -157,12 +162,24 @@ pub enum Error {
 }
 
 /// The union of the configured authenticators.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Authenticator {
     x509: bool,
     tokens: TokenFile,
     admin_token: String,
     anonymous: bool,
+    bootstrap_tokens: bool,
+    secrets: Option<crate::registry::Store>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("x509", &self.x509)
+            .field("anonymous", &self.anonymous)
+            .field("bootstrap_tokens", &self.bootstrap_tokens)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Authenticator {
@@ -178,13 +195,21 @@ impl Authenticator {
             tokens,
             admin_token,
             anonymous: options.anonymous,
+            bootstrap_tokens: options.bootstrap_tokens,
+            secrets: None,
         })
+    }
+
+    /// Gives bootstrap-token authentication the core `v1` Secret store (it
+    /// is off without one).
+    pub fn set_secrets(&mut self, secrets: crate::registry::Store) {
+        self.secrets = Some(secrets);
     }
 
     /// Authenticates a request from its headers and verified client
     /// certificate; removes a
     /// bearer token it accepted from the headers. Errors are 401 Statuses.
-    pub fn authenticate(
+    pub async fn authenticate(
         &self,
         headers: &mut HeaderMap,
         cert: Option<&ClientCertificate>,
@@ -207,10 +232,16 @@ impl Authenticator {
             }
         }
         if let Some(token) = bearer_token(headers) {
-            let user = self.tokens.lookup(&token).cloned().or_else(|| {
+            let mut user = self.tokens.lookup(&token).cloned().or_else(|| {
                 constant_time_eq(token.as_bytes(), self.admin_token.as_bytes())
                     .then(|| UserInfo::new(ADMIN_USER, &[MASTERS_GROUP]))
             });
+            if user.is_none()
+                && self.bootstrap_tokens
+                && let Some(secrets) = &self.secrets
+            {
+                user = bootstrap_token::authenticate(secrets, &token).await;
+            }
             match user {
                 Some(mut user) => {
                     headers.remove(header::AUTHORIZATION);
@@ -254,6 +285,8 @@ mod tests {
                 .unwrap_or_default(),
             admin_token: "admin".into(),
             anonymous,
+            bootstrap_tokens: false,
+            secrets: None,
         }
     }
 
@@ -265,27 +298,30 @@ mod tests {
         h
     }
 
-    #[test]
-    fn union() {
+    #[tokio::test]
+    async fn union() {
         let a = authn(true);
         let ext = None;
         let mut h = bearer("t1");
-        let u = a.authenticate(&mut h, ext).unwrap_or_default();
+        let u = a.authenticate(&mut h, ext).await.unwrap_or_default();
         assert_eq!(u.name, "alice");
         assert_eq!(u.uid, "1");
         assert_eq!(u.groups, ["dev", "ops", AUTHENTICATED_GROUP]);
         assert!(h.get(header::AUTHORIZATION).is_none());
         let u = a
             .authenticate(&mut bearer("admin"), ext)
+            .await
             .unwrap_or_default();
         assert_eq!(u.groups, [MASTERS_GROUP, AUTHENTICATED_GROUP]);
         assert_eq!(
             a.authenticate(&mut bearer("nope"), ext)
+                .await
                 .map_err(|e| e.code()),
             Err(401)
         );
         assert_eq!(
             a.authenticate(&mut HeaderMap::new(), ext)
+                .await
                 .ok()
                 .map(|u| u.name),
             Some(ANONYMOUS_USER.to_string())
@@ -293,6 +329,7 @@ mod tests {
         assert_eq!(
             authn(false)
                 .authenticate(&mut HeaderMap::new(), ext)
+                .await
                 .map_err(|e| e.code()),
             Err(401)
         );

@@ -313,14 +313,16 @@ pub fn forbidden(attrs: &Attributes, reason: &str) -> Status {
 /// The request-path guard: authenticates the request, applies
 /// impersonation, authorizes the result, and stores the effective
 /// [`UserInfo`] in the request extensions for the handlers.
-pub fn guard(
+pub async fn guard(
     authenticator: &authn::Authenticator,
     authorizer: &Authorizer,
     info: &RequestInfo,
     req: &mut http::Request<axum::body::Body>,
 ) -> Result<UserInfo, ApiError> {
     let cert = req.extensions().get::<authn::ClientCertificate>().cloned();
-    let user = authenticator.authenticate(req.headers_mut(), cert.as_ref())?;
+    let user = authenticator
+        .authenticate(req.headers_mut(), cert.as_ref())
+        .await?;
     let user = authn::impersonation::impersonate(authorizer, user, req.headers_mut())?;
     authorizer.check(&Attributes::from_request_info(&user, info))?;
     req.extensions_mut().insert(user.clone());

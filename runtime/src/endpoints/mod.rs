@@ -99,7 +99,7 @@ impl ApiServer {
             storage,
             storage_prefix,
             docs,
-            authenticator,
+            mut authenticator,
             authorizer,
             version,
             watch_cache,
@@ -135,6 +135,11 @@ impl ApiServer {
             None => admission,
         };
         let stores = crate::registry::attach_admission(stores, admission);
+        if let Some((secrets, _)) =
+            stores.get(&(String::new(), "v1".to_string(), "secrets".to_string()))
+        {
+            authenticator.set_secrets(secrets.clone());
+        }
         ApiServer {
             scheme,
             stores,
@@ -261,6 +266,7 @@ async fn director(State(server): State<Arc<ApiServer>>, mut req: Request) -> Res
         .is_some_and(|v| v != "false" && v != "0");
     let info = request_info::parse(req.method(), &path, watch);
     let user = match crate::authz::guard(&server.authenticator, &server.authorizer, &info, &mut req)
+        .await
     {
         Ok(user) => user,
         Err(e) => return error_response(&e),
