@@ -87,6 +87,44 @@ pub(crate) struct ServeOptions {
     /// Enable to allow secrets of type 'bootstrap.kubernetes.io/token' in the 'kube-system' namespace to be used for TLS bootstrapping authentication.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Authentication")]
     enable_bootstrap_token_auth: bool,
+    /// Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers.
+    #[arg(long, help_heading = "Authentication")]
+    requestheader_client_ca_file: Option<PathBuf>,
+    /// List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.
+    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
+    requestheader_allowed_names: Vec<String>,
+    /// List of request headers to inspect for usernames.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "X-Remote-User",
+        help_heading = "Authentication"
+    )]
+    requestheader_username_headers: Vec<String>,
+    /// List of request headers to inspect for UIDs.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "X-Remote-Uid",
+        help_heading = "Authentication"
+    )]
+    requestheader_uid_headers: Vec<String>,
+    /// List of request headers to inspect for groups.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "X-Remote-Group",
+        help_heading = "Authentication"
+    )]
+    requestheader_group_headers: Vec<String>,
+    /// List of request header prefixes to inspect.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "X-Remote-Extra-",
+        help_heading = "Authentication"
+    )]
+    requestheader_extra_headers_prefix: Vec<String>,
     /// Enables anonymous requests to the secure port of the API server. Requests that are not rejected by another authentication method are treated as anonymous requests (user system:anonymous, group system:unauthenticated). Turned off with AlwaysAllow authorization.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
     anonymous_auth: bool,
@@ -246,6 +284,18 @@ impl ServeOptions {
                     token_auth_file: self.token_auth_file,
                     anonymous,
                     bootstrap_tokens: self.enable_bootstrap_token_auth,
+                    request_header: apiforge_runtime::authn::request_header::Options {
+                        client_ca_file: self.requestheader_client_ca_file,
+                        allowed_names: self
+                            .requestheader_allowed_names
+                            .into_iter()
+                            .filter(|n| !n.trim().is_empty())
+                            .collect(),
+                        username_headers: self.requestheader_username_headers,
+                        uid_headers: self.requestheader_uid_headers,
+                        group_headers: self.requestheader_group_headers,
+                        extra_headers_prefix: self.requestheader_extra_headers_prefix,
+                    },
                 },
                 authorization: apiforge_runtime::authz::Options {
                     modes,

@@ -218,3 +218,100 @@ async fn bootstrap_tokens() {
     let client = client_with(&plain, &Credential::token("abcdef.0123456789abcdef")).await;
     assert_eq!(get(&client, LIST_CM).await.0, 401);
 }
+
+/// GETs `path` with extra headers.
+async fn get_with(client: &kube::Client, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut req = http::Request::get(path);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    match client
+        .request_text(req.body(Vec::new()).expect("request"))
+        .await
+    {
+        Ok(body) => (200, body),
+        Err(kube::Error::Api(s)) => (s.code, s.message),
+        Err(other) => (0, other.to_string()),
+    }
+}
+
+#[tokio::test]
+async fn request_header_front_proxy() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let proxy_ca = TestCa::new("front-proxy-ca");
+    let client_ca = TestCa::new("client-ca");
+    let proxy_ca_file = proxy_ca.write(tmp.path(), "front-proxy-ca.crt");
+    let client_ca_file = client_ca.write(tmp.path(), "client-ca.crt");
+    let server = start(
+        &[
+            "--requestheader-client-ca-file",
+            proxy_ca_file.to_str().expect("path"),
+            "--requestheader-allowed-names=front-proxy-client",
+            "--client-ca-file",
+            client_ca_file.to_str().expect("path"),
+        ],
+        &tmp,
+    )
+    .await;
+    let proxy = client_with(
+        &server,
+        &Credential::cert(proxy_ca.client_cert(tmp.path(), "front-proxy-client", None)),
+    )
+    .await;
+    // The proxy names the user and groups.
+    assert_eq!(
+        get_with(
+            &proxy,
+            LIST_CM,
+            &[("X-Remote-User", "erin"), ("X-Remote-Group", "team")]
+        )
+        .await,
+        (403, forbidden_list("erin"))
+    );
+    assert_eq!(
+        get_with(
+            &proxy,
+            LIST_CM,
+            &[
+                ("X-Remote-User", "erin"),
+                ("X-Remote-Group", "system:masters")
+            ]
+        )
+        .await
+        .0,
+        200
+    );
+    // Without a user header the proxy's certificate is not a client
+    // certificate of --client-ca-file: 401.
+    assert_eq!(get_with(&proxy, LIST_CM, &[]).await.0, 401);
+    // A front-proxy certificate with a CN that is not allowed: 401.
+    let other = client_with(
+        &server,
+        &Credential::cert(proxy_ca.client_cert(tmp.path(), "someone-else", None)),
+    )
+    .await;
+    assert_eq!(
+        get_with(&other, LIST_CM, &[("X-Remote-User", "erin")])
+            .await
+            .0,
+        401
+    );
+    // A plain client certificate cannot use the headers: it is its CN.
+    let frank = client_with(
+        &server,
+        &Credential::cert(client_ca.client_cert(tmp.path(), "frank", None)),
+    )
+    .await;
+    assert_eq!(
+        get_with(
+            &frank,
+            LIST_CM,
+            &[
+                ("X-Remote-User", "erin"),
+                ("X-Remote-Group", "system:masters")
+            ]
+        )
+        .await,
+        (403, forbidden_list("frank"))
+    );
+}

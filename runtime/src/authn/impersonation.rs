@@ -154,7 +154,7 @@ pub fn impersonate(
 }
 
 /// Decodes `%XX` escapes (invalid escapes are kept as they are).
-fn percent_decode(s: &str) -> String {
+pub(super) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -13,6 +13,7 @@
 
 pub mod bootstrap_token;
 pub mod impersonation;
+pub mod request_header;
 mod token_file;
 mod x509;
 
@@ -111,10 +112,30 @@ impl From<UserInfo> for crate::admission::UserInfo {
     }
 }
 
-/// The verified TLS client certificate (leaf, DER) of a connection; the
-/// listener puts it into every request's extensions.
+/// The TLS client certificate chain (leaf first) of a connection, verified
+/// against one of the client CAs; the listener puts it into every
+/// request's extensions.
 #[derive(Clone, Debug)]
-pub struct ClientCertificate(pub Arc<Vec<u8>>);
+pub struct ClientCertificate(pub Arc<Vec<rustls_pki_types::CertificateDer<'static>>>);
+
+impl ClientCertificate {
+    /// Whether `verifier` accepts the chain.
+    fn verified_by(&self, verifier: &dyn rustls::server::danger::ClientCertVerifier) -> bool {
+        let Some((leaf, intermediates)) = self.0.split_first() else {
+            return false;
+        };
+        verifier
+            .verify_client_cert(leaf, intermediates, rustls_pki_types::UnixTime::now())
+            .is_ok()
+    }
+
+    /// The leaf certificate (DER).
+    fn leaf(&self) -> &[u8] {
+        self.0.first().map(|c| c.as_ref()).unwrap_or_default()
+    }
+}
+
+type Verifier = Arc<dyn rustls::server::danger::ClientCertVerifier>;
 
 /// Authentication settings (kube-apiserver flags).
 #[derive(Clone, Debug)]
@@ -130,6 +151,20 @@ pub struct Options {
     /// `--enable-bootstrap-token-auth`: bootstrap-token Secrets in
     /// `kube-system` authenticate bearer tokens.
     pub bootstrap_tokens: bool,
+    /// The `--requestheader-*` front-proxy settings.
+    pub request_header: request_header::Options,
+}
+
+impl Options {
+    /// The CA files client certificates may be verified against (the TLS
+    /// layer trusts all of them; authentication tells them apart).
+    pub fn client_ca_files(&self) -> Vec<&std::path::Path> {
+        self.client_ca_file
+            .iter()
+            .chain(self.request_header.client_ca_file.iter())
+            .map(PathBuf::as_path)
+            .collect()
+    }
 }
 
 impl Default for Options {
@@ -139,6 +174,7 @@ impl Default for Options {
             token_auth_file: None,
             anonymous: true,
             bootstrap_tokens: false,
+            request_header: Default::default(),
         }
     }
 }
@@ -149,6 +185,9 @@ pub enum Error {
     /// A file could not be read.
     #[error("{0}: {1}")]
     Io(PathBuf, #[source] std::io::Error),
+    /// A CA file could not be used.
+    #[error("{0}")]
+    Ca(String),
     /// The token file is malformed.
     #[error("{path}: line {line}: {message}")]
     TokenFile {
@@ -164,7 +203,8 @@ pub enum Error {
 /// The union of the configured authenticators.
 #[derive(Clone)]
 pub struct Authenticator {
-    x509: bool,
+    x509: Option<Verifier>,
+    request_header: Option<request_header::RequestHeader>,
     tokens: TokenFile,
     admin_token: String,
     anonymous: bool,
@@ -175,7 +215,8 @@ pub struct Authenticator {
 impl std::fmt::Debug for Authenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Authenticator")
-            .field("x509", &self.x509)
+            .field("x509", &self.x509.is_some())
+            .field("request_header", &self.request_header.is_some())
             .field("anonymous", &self.anonymous)
             .field("bootstrap_tokens", &self.bootstrap_tokens)
             .finish_non_exhaustive()
@@ -190,8 +231,19 @@ impl Authenticator {
             Some(path) => TokenFile::load(path)?,
             None => TokenFile::default(),
         };
+        let verifier = |path: &PathBuf| {
+            crate::server::tls::client_verifier(path).map_err(|e| Error::Ca(e.to_string()))
+        };
+        let request_header = match &options.request_header.client_ca_file {
+            Some(path) => Some(request_header::RequestHeader::new(
+                &options.request_header,
+                verifier(path)?,
+            )),
+            None => None,
+        };
         Ok(Authenticator {
-            x509: options.client_ca_file.is_some(),
+            x509: options.client_ca_file.as_ref().map(verifier).transpose()?,
+            request_header,
             tokens,
             admin_token,
             anonymous: options.anonymous,
@@ -215,10 +267,22 @@ impl Authenticator {
         cert: Option<&ClientCertificate>,
     ) -> Result<UserInfo, ApiError> {
         let mut failed = false;
-        if self.x509
-            && let Some(cert) = cert
-        {
-            match x509::subject(&cert.0) {
+        if let (Some(rh), Some(cert)) = (&self.request_header, cert) {
+            match rh.authenticate(cert, headers) {
+                Ok(Some(mut user)) => {
+                    user.add_authenticated_group();
+                    return Ok(user);
+                }
+                Ok(None) => {}
+                Err(()) => failed = true,
+            }
+        }
+        if let (Some(verifier), Some(cert)) = (&self.x509, cert) {
+            let subject = cert
+                .verified_by(verifier.as_ref())
+                .then(|| x509::subject(cert.leaf()))
+                .flatten();
+            match subject {
                 Some(subject) if !subject.common_name.is_empty() => {
                     let mut user = UserInfo {
                         name: subject.common_name,
@@ -280,7 +344,8 @@ mod tests {
 
     fn authn(anonymous: bool) -> Authenticator {
         Authenticator {
-            x509: false,
+            x509: None,
+            request_header: None,
             tokens: TokenFile::parse("t1,alice,1,\"dev,ops\"\n", "tokens.csv".as_ref())
                 .unwrap_or_default(),
             admin_token: "admin".into(),

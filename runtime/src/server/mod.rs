@@ -98,8 +98,7 @@ pub async fn run(
             (paths.cert, paths.key, paths.ca)
         }
     };
-    let tls_config =
-        tls::server_config(&cert, &key, config.authentication.client_ca_file.as_deref())?;
+    let tls_config = tls::server_config(&cert, &key, &config.authentication.client_ca_files())?;
     let token = kubeconfig::ensure_admin_token(&config.data_dir.join("admin.token"))?;
     let authenticator = crate::authn::Authenticator::new(&config.authentication, token.clone())
         .map_err(|e| Error::Auth(e.to_string()))?;
@@ -176,8 +175,8 @@ pub async fn run(
                         Err(_) => return,
                     };
                     // A verified client certificate authenticates every request of the connection.
-                    let cert = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| {
-                        crate::authn::ClientCertificate(Arc::new(c.to_vec()))
+                    let cert = tls.get_ref().1.peer_certificates().filter(|c| !c.is_empty()).map(|c| {
+                        crate::authn::ClientCertificate(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()))
                     });
                     let service = TowerToHyperService::new(tower::ServiceExt::map_request(
                         router,
