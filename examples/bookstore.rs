@@ -144,6 +144,7 @@ fn main() -> anyhow::Result<()> {
         storage_prefix: "/registry".into(),
         watch_cache: Some(Default::default()),
         admission: Default::default(),
+        filters: Default::default(),
         authentication: Default::default(),
         authorization: Default::default(),
     };
@@ -166,7 +167,8 @@ fn main() -> anyhow::Result<()> {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        apiforge_runtime::server::run(config, scheme, docs, storage, version, shutdown).await?;
+        apiforge_runtime::server::run(config.complete(), scheme, docs, storage, version, shutdown)
+            .await?;
         anyhow::Ok(())
     })
 }

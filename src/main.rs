@@ -70,7 +70,7 @@ fn serve(opts: options::ServeOptions) -> anyhow::Result<()> {
         let mut scheme = apiforge_apis::scheme();
         apiforge_runtime::builtin::install(&mut scheme);
         apiforge_runtime::server::run(
-            config.server,
+            config.server.complete(),
             scheme,
             docs,
             storage,

@@ -49,8 +49,41 @@ pub(crate) struct ServeOptions {
     #[arg(long, help_heading = "Generic")]
     advertise_address: Option<IpAddr>,
     /// Time to delay the termination: /readyz fails during this time while requests are still served (e.g. 5s).
-    #[arg(long, default_value = "0s", value_parser = parse_duration, help_heading = "Generic")]
-    shutdown_delay_duration: Duration,
+    #[arg(long, default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Generic")]
+    shutdown_delay_duration: SignedDuration,
+    /// An optional field indicating the duration a handler must keep a request open before timing it out. This is the default request timeout for requests but may be overridden by flags such as --min-request-timeout for specific types of requests.
+    #[arg(long, default_value = "1m0s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Generic")]
+    request_timeout: SignedDuration,
+    /// An optional field indicating the minimum number of seconds a handler must keep a request open before timing it out. Currently only honored by the watch request handler, which picks a randomized value above this number as the connection timeout, to spread out load.
+    #[arg(
+        long,
+        default_value_t = 1800,
+        allow_negative_numbers = true,
+        help_heading = "Generic"
+    )]
+    min_request_timeout: i64,
+    /// This and --max-mutating-requests-inflight are summed to determine the server's total concurrency limit (which must be positive). The maximum number of non-mutating requests in flight at a given time. When the server exceeds this, it rejects requests. Zero for no limit.
+    #[arg(
+        long,
+        default_value_t = 400,
+        allow_negative_numbers = true,
+        help_heading = "Generic"
+    )]
+    max_requests_inflight: i64,
+    /// This and --max-requests-inflight are summed to determine the server's total concurrency limit (which must be positive). The maximum number of mutating requests in flight at a given time. When the server exceeds this, it rejects requests. Zero for no limit.
+    #[arg(
+        long,
+        default_value_t = 200,
+        allow_negative_numbers = true,
+        help_heading = "Generic"
+    )]
+    max_mutating_requests_inflight: i64,
+    /// List of allowed origins for CORS, comma separated. An allowed origin can be a regular expression to support subdomain matching. If this list is empty CORS will not be enabled. Please ensure each expression matches the entire hostname by anchoring to the start with '^' or including the '//' prefix, and by anchoring to the end with '$' or including the ':' port separator suffix. Examples of valid expressions are '//example\.com(:|$)' and '^https://example\.com(:|$)'
+    #[arg(long, value_delimiter = ',', help_heading = "Generic")]
+    cors_allowed_origins: Vec<String>,
+    /// List of directives for HSTS, comma separated. If this list is empty, then HSTS directives will not be added. Example: 'max-age=31536000,includeSubDomains,preload'
+    #[arg(long, value_delimiter = ',', help_heading = "Generic")]
+    strict_transport_security_directives: Vec<String>,
     /// Directory for the embedded store, certificates, credentials and admin.kubeconfig.
     #[arg(long, default_value = ".apiforge", help_heading = "Storage")]
     data_dir: PathBuf,
@@ -210,6 +243,58 @@ impl ServeOptions {
         if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
             errors.push("--etcd-certfile and --etcd-keyfile must be given together".to_string());
         }
+        let non_negative = |name: &str, negative: bool, errors: &mut Vec<String>| {
+            if negative {
+                errors.push(format!("--{name} can not be negative value"));
+            }
+        };
+        non_negative(
+            "max-requests-inflight",
+            self.max_requests_inflight < 0,
+            &mut errors,
+        );
+        non_negative(
+            "max-mutating-requests-inflight",
+            self.max_mutating_requests_inflight < 0,
+            &mut errors,
+        );
+        non_negative(
+            "request-timeout",
+            self.request_timeout.negative,
+            &mut errors,
+        );
+        non_negative(
+            "min-request-timeout",
+            self.min_request_timeout < 0,
+            &mut errors,
+        );
+        non_negative(
+            "shutdown-delay-duration",
+            self.shutdown_delay_duration.negative,
+            &mut errors,
+        );
+        let cors_allowed_origins = {
+            let patterns: Vec<String> = self
+                .cors_allowed_origins
+                .iter()
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect();
+            match apiforge_runtime::filters::cors::compile_origins(&patterns) {
+                Ok(res) => res,
+                Err(errs) => {
+                    errors.extend(errs);
+                    Vec::new()
+                }
+            }
+        };
+        let hsts: Vec<String> = self
+            .strict_transport_security_directives
+            .iter()
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty())
+            .collect();
+        errors.extend(apiforge_runtime::filters::hsts::validate_directives(&hsts));
         if !self.etcd_prefix.starts_with('/') {
             errors.push(format!(
                 "--etcd-prefix {:?} must start with '/'",
@@ -270,7 +355,7 @@ impl ServeOptions {
                 tls_cert_file: self.tls_cert_file,
                 tls_private_key_file: self.tls_private_key_file,
                 advertise_address: self.advertise_address,
-                shutdown_delay: self.shutdown_delay_duration,
+                shutdown_delay: self.shutdown_delay_duration.duration,
                 storage_prefix,
                 watch_cache: self
                     .watch_cache
@@ -301,39 +386,44 @@ impl ServeOptions {
                     modes,
                     policy_file: self.authorization_policy_file,
                 },
+                filters: apiforge_runtime::filters::ChainConfig {
+                    request_timeout: self.request_timeout.duration,
+                    min_request_timeout: Duration::from_secs(
+                        self.min_request_timeout.max(0).unsigned_abs(),
+                    ),
+                    max_requests_inflight: usize::try_from(self.max_requests_inflight)
+                        .unwrap_or_default(),
+                    max_mutating_requests_inflight: usize::try_from(
+                        self.max_mutating_requests_inflight,
+                    )
+                    .unwrap_or_default(),
+                    cors_allowed_origins,
+                    hsts_directives: hsts,
+                },
             },
         })
     }
 }
 
-/// Parses a Go-style duration: `0`, `500ms`, `5s`, `1m30s`, `2h`.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(rest.len());
-        let (num, tail) = rest.split_at(digits);
-        let value: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(tail.len());
-        let (unit, next) = tail.split_at(unit_len);
-        let secs = match unit {
-            "ms" => value / 1000.0,
-            "s" => value,
-            "m" => value * 60.0,
-            "h" => value * 3600.0,
-            _ => return Err(format!("invalid duration {s:?}: unknown unit {unit:?}")),
-        };
-        total += Duration::from_secs_f64(secs);
-        rest = next;
-    }
-    Ok(total)
+/// A Go duration flag value; negative values are kept so that validation
+/// can name the flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SignedDuration {
+    pub(crate) negative: bool,
+    pub(crate) duration: Duration,
+}
+
+/// Parses a Go duration (`0`, `500ms`, `5s`, `1m30s`, `2h`, `-1s`).
+pub(crate) fn parse_duration(s: &str) -> Result<SignedDuration, String> {
+    let (negative, magnitude) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let duration = apiforge_runtime::filters::timeout::parse_go_duration(magnitude)?;
+    Ok(SignedDuration {
+        negative: negative && !duration.is_zero(),
+        duration,
+    })
 }
 
 #[cfg(test)]
@@ -342,10 +432,12 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("5x").is_err());
+        let d = |s: &str| parse_duration(s).map(|d| (d.negative, d.duration));
+        assert_eq!(d("0"), Ok((false, Duration::ZERO)));
+        assert_eq!(d("5s"), Ok((false, Duration::from_secs(5))));
+        assert_eq!(d("1m30s"), Ok((false, Duration::from_secs(90))));
+        assert_eq!(d("500ms"), Ok((false, Duration::from_millis(500))));
+        assert_eq!(d("-1s"), Ok((true, Duration::from_secs(1))));
+        assert!(d("5x").is_err());
     }
 }

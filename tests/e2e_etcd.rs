@@ -41,6 +41,20 @@ async fn crud_on_etcd_survives_apiforge_restart() {
     let port = common::free_port();
     let mut server = start_on(&etcd, &dir, port).await;
     let api = flunders(server.client().await);
+    // On etcd the storage checks are kube-apiserver's `etcd` and, for
+    // readiness, `etcd-readiness`.
+    let readyz = common::raw::anonymous(&server, "GET", "/readyz?verbose").await;
+    assert_eq!(readyz.status, 200);
+    assert!(
+        readyz
+            .text()
+            .starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n"),
+        "{}",
+        readyz.text()
+    );
+    // Single checks are not public: ask as the admin.
+    let livez = common::raw::request(&server, "GET", "/livez/etcd", &[], b"").await;
+    assert_eq!((livez.status, livez.text().as_str()), (200, "ok"));
     for i in 0..5 {
         api.create(&PostParams::default(), &flunder(&format!("e{i}")))
             .await

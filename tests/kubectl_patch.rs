@@ -7,42 +7,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
-use common::kubectl::Kubectl;
-
-trait JsonOutput {
-    fn json(&self, args: &[&str]) -> Value;
-}
-
-impl JsonOutput for Kubectl {
-    fn json(&self, args: &[&str]) -> Value {
-        let mut full = args.to_vec();
-        full.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&full)).expect("kubectl -o json")
-    }
-}
+use common::kubectl::{Kubectl, sed_editor};
 
 fn write(path: &Path, text: &str) {
     std::fs::write(path, text).expect("write file");
-}
-
-/// An `$EDITOR` that runs `sed -i <expr>` on the file kubectl opens.
-fn sed_editor(dir: &Path, name: &str, expr: &str) -> String {
-    let path = dir.join(name);
-    write(
-        &path,
-        &format!("#!/bin/sh\nexec sed -i -e '{expr}' \"$1\"\n"),
-    );
-    let status = Command::new("chmod")
-        .arg("+x")
-        .arg(&path)
-        .status()
-        .expect("chmod");
-    assert!(status.success());
-    path.display().to_string()
 }
 
 #[tokio::test]

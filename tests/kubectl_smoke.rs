@@ -3,10 +3,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use common::kubectl::Kubectl;
 
@@ -52,48 +49,21 @@ async fn kubectl_walkthrough() {
     assert!(yaml.contains("uid: "), "{yaml}");
 
     // `get -w` sees a flunder created meanwhile.
-    let mut watch = k
-        .command(&["get", "flunders", "-w", "--request-timeout=0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubectl get -w");
-    let stdout = watch.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut watch = k.spawn(&["get", "flunders", "-w", "--request-timeout=0"]);
     // Wait for the initial listing before creating.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("initial list from get -w");
-        if line.starts_with("my-first-flunder") {
-            break;
-        }
-    }
+    watch.line("initial list from get -w", |l| {
+        l.starts_with("my-first-flunder")
+    });
     let second = tmp.path().join("second.yaml");
     write(
         &second,
         "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata:\n  name: second-flunder\n",
     );
     k.ok(&["create", "-f", second.to_str().expect("path")]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("watch event from get -w");
-        if line.starts_with("second-flunder") {
-            break;
-        }
-    }
-    let _ = watch.kill();
-    let _ = watch.wait();
+    watch.line("watch event from get -w", |l| {
+        l.starts_with("second-flunder")
+    });
+    drop(watch);
 
     // Persistence across SIGKILL.
     server.kill();

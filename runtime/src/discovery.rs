@@ -21,6 +21,54 @@ pub const RESOURCE_VERBS: [&str; 8] = [
     "watch",
 ];
 
+/// The verbs of the `status` and `scale` subresources.
+pub const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
+
+/// The subresources of a kind in one version: name and response kind
+/// (`group`, `version`, `kind`), status first, as CRDs list them.
+fn subresources(info: &KindInfo) -> Vec<(&'static str, [&'static str; 3])> {
+    let mut out = Vec::new();
+    if info.subresources.status {
+        out.push(("status", [info.group, info.version, info.kind]));
+    }
+    if info.subresources.scale.is_some() {
+        out.push((
+            "scale",
+            [
+                crate::meta::scale::SCALE_GROUP,
+                crate::meta::scale::SCALE_VERSION,
+                "Scale",
+            ],
+        ));
+    }
+    out
+}
+
+/// The legacy `APIResource` entries of a kind's subresources: empty
+/// `singularName`, `group`/`version` only when the response kind's group
+/// version differs from the resource's, no `storageVersionHash`.
+fn api_subresources(info: &KindInfo) -> Vec<Value> {
+    subresources(info)
+        .into_iter()
+        .map(|(name, [group, version, kind])| {
+            let mut r = json!({
+                "name": format!("{}/{name}", info.plural),
+                "singularName": "",
+                "namespaced": info.namespaced(),
+                "kind": kind,
+                "verbs": SUBRESOURCE_VERBS,
+            });
+            if (group, version) != (info.group, info.version)
+                && let Value::Object(map) = &mut r
+            {
+                map.insert("group".into(), json!(group));
+                map.insert("version".into(), json!(version));
+            }
+            r
+        })
+        .collect()
+}
+
 /// `storageVersionHash`: base64 of the first 8 bytes of SHA-256 of
 /// `<group>/<version>/<kind>` of the storage version.
 pub fn storage_version_hash(storage: &KindInfo) -> String {
@@ -110,7 +158,7 @@ pub fn api_resource_list(group: &Group, version: &str) -> Value {
     let resources: Vec<Value> = group
         .kinds_in(version)
         .into_iter()
-        .map(|(k, v)| api_resource(k, v.info))
+        .flat_map(|(k, v)| std::iter::once(api_resource(k, v.info)).chain(api_subresources(v.info)))
         .collect();
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version(group.name, version), "resources": resources})
 }
@@ -138,6 +186,19 @@ fn aggregated_group(group: &Group) -> Value {
                         }
                         if !info.categories.is_empty() {
                             map.insert("categories".into(), json!(info.categories));
+                        }
+                        let subs: Vec<Value> = subresources(info)
+                            .into_iter()
+                            .map(|(name, [group, version, kind])| {
+                                json!({
+                                    "subresource": name,
+                                    "responseKind": {"group": group, "version": version, "kind": kind},
+                                    "verbs": SUBRESOURCE_VERBS,
+                                })
+                            })
+                            .collect();
+                        if !subs.is_empty() {
+                            map.insert("subresources".into(), Value::Array(subs));
                         }
                     }
                     r
@@ -176,6 +237,38 @@ pub fn aggregated(scheme: &Scheme, core: bool, api_version: &str) -> Value {
 mod tests {
     use super::*;
     use crate::resource::Scope;
+
+    #[test]
+    fn subresources_are_listed() {
+        use crate::resource::{ScaleSubresource, Subresources};
+        let info = KindInfo {
+            group: "example.com",
+            version: "v1",
+            kind: "Widget",
+            plural: "widgets",
+            singular: "widget",
+            subresources: Subresources {
+                status: true,
+                scale: Some(ScaleSubresource {
+                    spec_replicas_path: ".spec.replicas",
+                    status_replicas_path: ".status.replicas",
+                    label_selector_path: "",
+                }),
+            },
+            ..KindInfo::EMPTY
+        };
+        assert_eq!(
+            api_subresources(&info),
+            vec![
+                json!({"name": "widgets/status", "singularName": "", "namespaced": true,
+                    "kind": "Widget", "verbs": ["get", "patch", "update"]}),
+                json!({"name": "widgets/scale", "singularName": "", "namespaced": true,
+                    "group": "autoscaling", "version": "v1", "kind": "Scale",
+                    "verbs": ["get", "patch", "update"]}),
+            ]
+        );
+        assert!(api_subresources(&KindInfo::EMPTY).is_empty());
+    }
 
     #[test]
     fn storage_version_hashes_match_kubernetes() {

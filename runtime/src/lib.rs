@@ -32,10 +32,15 @@
 //!   field checks of `fieldValidation`.
 //! - [`registry`]: the generic REST store (server-set metadata, optimistic
 //!   concurrency, watch translation).
+//! - [`filters`]: the request filter chain (audit ID, request info,
+//!   metrics, panic recovery, in-flight tracking, timeouts, warnings, CORS,
+//!   HSTS, authentication, max-in-flight) around the director.
+//! - [`metrics`]: the Prometheus metrics served at `/metrics`.
 //! - [`endpoints`]: request parsing, the resource handlers, discovery,
 //!   OpenAPI, health.
 //! - [`protobuf`]: Kubernetes protobuf for the built-in kinds and Status.
-//! - [`server`]: options, TLS, the listener and the admin kubeconfig.
+//! - [`server`]: options, TLS, the listener, the admin kubeconfig, health
+//!   checks, post-start/pre-shutdown hooks and graceful shutdown.
 //! - [`warning`]: `Warning: 299` response headers recorded during a request.
 //!
 //! Without `server` only the type-level half is built; that is what build
@@ -66,6 +71,10 @@ pub mod authz;
 pub mod controllers;
 #[cfg(feature = "server")]
 pub mod endpoints;
+#[cfg(feature = "server")]
+pub mod filters;
+#[cfg(feature = "server")]
+pub mod metrics;
 #[cfg(feature = "server")]
 pub mod patch;
 #[cfg(feature = "server")]

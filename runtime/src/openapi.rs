@@ -89,6 +89,12 @@ pub fn group_version_document(group: &Group, version: &str) -> Value {
         let root = ops.schema(&mut generator);
         kinds.push((ops.info, root));
     }
+    if kinds
+        .iter()
+        .any(|(info, _)| info.subresources.scale.is_some())
+    {
+        generator.subschema_for::<crate::meta::Scale>();
+    }
     let defs = generator.take_definitions(true);
     let rename = |name: &str| model_name(group, version, name);
 
@@ -391,7 +397,7 @@ fn add_paths(paths: &mut Map<String, Value>, info: &KindInfo, kind_model: &str, 
         "Force is going to \"force\" Apply requests.",
         json!({"type": "boolean"}),
     ));
-    it.insert("patch".into(), operation(info, "patch", camel("patch", ns), format!("partially update the specified {}", info.kind), patch_params, Some(patch_body), json!({"200": ok(kind_model), "201": {"description": "Created", "content": json_content(kind_model)}})));
+    it.insert("patch".into(), operation(info, "patch", camel("patch", ns), format!("partially update the specified {}", info.kind), patch_params, Some(patch_body.clone()), json!({"200": ok(kind_model), "201": {"description": "Created", "content": json_content(kind_model)}})));
     let mut del_params = common_write_params(false);
     del_params.push(query_param(
         "gracePeriodSeconds",
@@ -405,7 +411,86 @@ fn add_paths(paths: &mut Map<String, Value>, info: &KindInfo, kind_model: &str, 
     ));
     it.insert("delete".into(), operation(info, "delete", camel("delete", ns), format!("delete a {}", info.kind), del_params, Some(body(&delete_options)), json!({"200": ok(&status), "202": {"description": "Accepted", "content": json_content(&status)}})));
     it.insert("parameters".into(), path_params(true));
-    paths.insert(item, Value::Object(it));
+    paths.insert(item.clone(), Value::Object(it));
+
+    // `/status` and `/scale`: get, put, patch of the object's status (the
+    // kind's model) or of its autoscaling/v1 Scale.
+    let scale_gvk = json!({"group": crate::meta::scale::SCALE_GROUP, "kind": "Scale", "version": crate::meta::scale::SCALE_VERSION});
+    let mut subresources = Vec::new();
+    if info.subresources.status {
+        subresources.push(("status", "Status", kind_model.to_string(), gvk(info)));
+    }
+    if info.subresources.scale.is_some() {
+        subresources.push((
+            "scale",
+            "Scale",
+            crate::meta::scale::SCALE_MODEL.to_string(),
+            scale_gvk,
+        ));
+    }
+    for (sub, suffix, model, sub_gvk) in subresources {
+        let op = |action: &str,
+                  verb: &str,
+                  what: &str,
+                  params: Vec<Value>,
+                  body: Option<Value>,
+                  responses: Value| {
+            let mut op = operation(
+                info,
+                action,
+                format!("{}{suffix}", camel(verb, ns)),
+                format!("{what} {sub} of the specified {}", info.kind),
+                params,
+                body,
+                responses,
+            );
+            op["x-kubernetes-group-version-kind"] = sub_gvk.clone();
+            op
+        };
+        let written = json!({"200": ok(&model), "201": {"description": "Created", "content": json_content(&model)}});
+        let mut patch_params = common_write_params(true);
+        patch_params.push(query_param(
+            "force",
+            "Force is going to \"force\" Apply requests.",
+            json!({"type": "boolean"}),
+        ));
+        let mut p = Map::new();
+        p.insert(
+            "get".into(),
+            op(
+                "get",
+                "read",
+                "read",
+                vec![],
+                None,
+                json!({"200": ok(&model)}),
+            ),
+        );
+        p.insert(
+            "put".into(),
+            op(
+                "put",
+                "replace",
+                "replace",
+                common_write_params(true),
+                Some(body(&model)),
+                written.clone(),
+            ),
+        );
+        p.insert(
+            "patch".into(),
+            op(
+                "patch",
+                "patch",
+                "partially update",
+                patch_params,
+                Some(patch_body.clone()),
+                written,
+            ),
+        );
+        p.insert("parameters".into(), path_params(true));
+        paths.insert(format!("{item}/{sub}"), Value::Object(p));
+    }
 
     if ns {
         let all = format!("{base}/{}", info.plural);

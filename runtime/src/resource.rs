@@ -272,10 +272,10 @@ pub trait Strategy: Resource {
 
     /// Clears the status of a new object: with the status subresource, a
     /// create may not set status (`status` is only written through
-    /// `/status`). A helper for [`Strategy::prepare_for_create`] overrides;
-    /// the default `prepare_for_create` does not call it. Default: when the
-    /// kind has the status subresource, the object's `status` becomes its
-    /// default value; otherwise nothing.
+    /// `/status`). The registry runs it on every create, before
+    /// [`Strategy::prepare_for_create`]. Default: when the kind has the
+    /// status subresource, the object's `status` becomes its default value;
+    /// otherwise nothing.
     fn reset_status_on_create(&mut self) {
         if !Self::INFO.subresources.status {
             return;
@@ -290,9 +290,10 @@ pub trait Strategy: Resource {
         }
     }
 
-    /// Prepares a write to the `/status` subresource: everything but
-    /// `status` comes from `old` (spec and metadata are not writable there).
-    /// Default: `old` with this object's `status`.
+    /// Prepares a write to the `/status` subresource (run by the registry
+    /// instead of [`Strategy::prepare_for_update`]): everything but `status`
+    /// comes from `old` (spec and metadata are not writable there, as with
+    /// the CRD status strategy). Default: `old` with this object's `status`.
     fn prepare_status_update(&mut self, old: &Self) {
         let (Ok(new), Ok(mut merged)) = (serde_json::to_value(&*self), serde_json::to_value(old))
         else {

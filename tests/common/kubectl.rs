@@ -1,8 +1,15 @@
 //! Running the real kubectl against a test server: its own cache dir and
 //! HOME, the server's admin kubeconfig, and a clear failure (never a skip)
-//! when the binary is missing.
+//! when the binary is missing. Also: `-o json` output as a value, a
+//! scripted `$EDITOR`, and reading a long-running `get -w` line by line.
 
-use std::process::{Command, Output};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use super::Server;
 
@@ -98,4 +105,125 @@ impl Kubectl {
     pub fn ok(&self, args: &[&str]) -> String {
         self.ok_with(args, &[])
     }
+
+    /// Runs kubectl with `-o json` appended; fails the test unless it
+    /// succeeds; returns the parsed output.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut full = args.to_vec();
+        full.extend(["-o", "json"]);
+        let out = self.ok(&full);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("kubectl {full:?}: {e}\n{out}"))
+    }
+
+    /// Starts a long-running kubectl (`get -w`, `wait`) whose stdout lines
+    /// are read as they come; its stderr goes to a file.
+    pub fn spawn(&self, args: &[&str]) -> Running {
+        let stderr = tempfile::NamedTempFile::new().expect("stderr file");
+        let mut child = self
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr.reopen().expect("stderr file")))
+            .spawn()
+            .expect("spawn kubectl");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            child,
+            lines: rx,
+            stderr: stderr.into_temp_path(),
+        }
+    }
+}
+
+/// A kubectl process started by [`Kubectl::spawn`]; killed on drop.
+pub struct Running {
+    child: Child,
+    lines: Receiver<String>,
+    stderr: tempfile::TempPath,
+}
+
+impl Running {
+    /// Waits up to 20 s for a stdout line satisfying `pred` (skipping
+    /// others) and returns it; fails the test naming `what` otherwise.
+    pub fn line(&mut self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(line) if pred(&line) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("kubectl: no {what} within 20s"),
+            }
+        }
+    }
+
+    /// Waits up to 20 s for `text` to appear on stderr (with `-v=6`,
+    /// kubectl logs each request there once its response arrives).
+    pub fn stderr_shows(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+            if err.contains(text) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kubectl stderr did not show {text:?} within 20s:\n{err}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits up to 60 s for the process to exit; returns whether it
+    /// succeeded and the rest of its stdout and its stderr.
+    pub fn finish(mut self) -> (bool, String, String) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait kubectl") {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "kubectl did not exit within 60s");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        let mut stdout = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(1)) {
+            stdout.push(line);
+        }
+        (status.success(), stdout.join("\n"), stderr)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An `$EDITOR` script in `dir` that runs `sed -i <expr>` on the file
+/// kubectl opens; returns its path.
+pub fn sed_editor(dir: &Path, name: &str, expr: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\nexec sed -i -e '{expr}' \"$1\"\n"),
+    )
+    .expect("write editor script");
+    let status = Command::new("chmod")
+        .arg("+x")
+        .arg(&path)
+        .status()
+        .expect("chmod");
+    assert!(status.success());
+    path.display().to_string()
 }

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod kubectl;
+pub mod raw;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,15 @@ impl Server {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("data");
         let mut s = Server::start_in(&dir, free_port(), &[]).await;
+        s._tmp = Some(tmp);
+        s
+    }
+
+    /// Starts a server on a fresh temporary data directory with extra flags.
+    pub async fn start_with(extra: &[&str]) -> Server {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("data");
+        let mut s = Server::start_in(&dir, free_port(), extra).await;
         s._tmp = Some(tmp);
         s
     }
@@ -108,6 +118,33 @@ impl Server {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+
+    /// Sends SIGTERM without waiting.
+    pub fn send_sigterm(&self) {
+        let child = self.child.as_ref().expect("running server");
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+    }
+
+    /// Waits (up to `limit`) for the process to exit; its exit status.
+    pub async fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            let child = self.child.as_mut().expect("running server");
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                self.child = None;
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit within {limit:?}; log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 

@@ -153,6 +153,33 @@ pub fn impersonate(
     })
 }
 
+/// The impersonation filter: replaces the authenticated [`UserInfo`] in
+/// the request's extensions by the impersonated one (403 or 400 when not
+/// allowed), and marks `system:masters` requests exempt from the
+/// max-in-flight limit.
+pub async fn filter(
+    axum::extract::State(authorizer): axum::extract::State<std::sync::Arc<Authorizer>>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let requestor = req
+        .extensions()
+        .get::<UserInfo>()
+        .cloned()
+        .unwrap_or_else(UserInfo::anonymous);
+    match impersonate(&authorizer, requestor, req.headers_mut()) {
+        Ok(user) => {
+            if user.in_group(super::MASTERS_GROUP) {
+                req.extensions_mut()
+                    .insert(crate::filters::max_in_flight::LimitExempt);
+            }
+            req.extensions_mut().insert(user);
+            next.run(req).await
+        }
+        Err(e) => crate::endpoints::error_response(&e),
+    }
+}
+
 /// Decodes `%XX` escapes (invalid escapes are kept as they are).
 pub(super) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();

@@ -334,6 +334,26 @@ fn bearer_token(headers: &HeaderMap) -> Option<String> {
     (!token.is_empty()).then(|| token.to_string())
 }
 
+/// The authentication filter: the request's [`UserInfo`] goes into its
+/// extensions, or the request ends with 401.
+pub async fn filter(
+    axum::extract::State(authenticator): axum::extract::State<Arc<Authenticator>>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let cert = req.extensions().get::<ClientCertificate>().cloned();
+    match authenticator
+        .authenticate(req.headers_mut(), cert.as_ref())
+        .await
+    {
+        Ok(user) => {
+            req.extensions_mut().insert(user);
+            next.run(req).await
+        }
+        Err(e) => crate::endpoints::error_response(&e),
+    }
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

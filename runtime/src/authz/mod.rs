@@ -17,7 +17,7 @@ pub mod reviews;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::authn::{self, MASTERS_GROUP, UserInfo};
+use crate::authn::{MASTERS_GROUP, UserInfo};
 use crate::endpoints::request_info::RequestInfo;
 use crate::error::ApiError;
 use crate::meta::{Status, StatusDetails};
@@ -310,21 +310,24 @@ pub fn forbidden(attrs: &Attributes, reason: &str) -> Status {
     })
 }
 
-/// The request-path guard: authenticates the request, applies
-/// impersonation, authorizes the result, and stores the effective
-/// [`UserInfo`] in the request extensions for the handlers.
-pub async fn guard(
-    authenticator: &authn::Authenticator,
-    authorizer: &Authorizer,
-    info: &RequestInfo,
-    req: &mut http::Request<axum::body::Body>,
-) -> Result<UserInfo, ApiError> {
-    let cert = req.extensions().get::<authn::ClientCertificate>().cloned();
-    let user = authenticator
-        .authenticate(req.headers_mut(), cert.as_ref())
-        .await?;
-    let user = authn::impersonation::impersonate(authorizer, user, req.headers_mut())?;
-    authorizer.check(&Attributes::from_request_info(&user, info))?;
-    req.extensions_mut().insert(user.clone());
-    Ok(user)
+/// The authorization filter: 403 unless the request's user may do what
+/// its [`RequestInfo`] says.
+pub async fn filter(
+    axum::extract::State(authorizer): axum::extract::State<Arc<Authorizer>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let info = match req.extensions().get::<RequestInfo>() {
+        Some(info) => info.clone(),
+        None => crate::filters::request_info::from_request(&req),
+    };
+    let user = req
+        .extensions()
+        .get::<UserInfo>()
+        .cloned()
+        .unwrap_or_else(UserInfo::anonymous);
+    match authorizer.check(&Attributes::from_request_info(&user, &info)) {
+        Ok(()) => next.run(req).await,
+        Err(e) => crate::endpoints::error_response(&e),
+    }
 }

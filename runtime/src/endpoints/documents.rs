@@ -51,6 +51,9 @@ pub struct Documents {
     pub openapi_v3_index: Option<Document>,
     /// `/openapi/v2` (Swagger 2.0, JSON).
     pub openapi_v2: Option<Document>,
+    /// `/openapi/v2` in gnostic protobuf form (served with the JSON form's
+    /// ETag, as kube-apiserver does).
+    pub openapi_v2_protobuf: Option<Bytes>,
 }
 
 /// The bundle was not what `build.rs` writes.
@@ -90,6 +93,9 @@ impl Documents {
             resource_lists: map_of(&d["resource_lists"]),
             openapi_v3: map_of(&v["openapi_v3"]),
             openapi_v2: v.get("openapi_v2").map(Document::new),
+            openapi_v2_protobuf: v
+                .get("openapi_v2")
+                .map(|doc| Bytes::from(crate::protobuf::gnostic::encode_document(doc))),
             ..Default::default()
         };
         for root in ["api", "apis"] {

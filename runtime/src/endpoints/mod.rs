@@ -2,6 +2,7 @@
 //! resource handlers and everything else (health, version, discovery,
 //! OpenAPI) to plain handlers, and response rendering.
 
+mod compression;
 pub mod documents;
 pub mod negotiation;
 mod openapi_v2;
@@ -12,7 +13,7 @@ pub mod table;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -62,7 +63,8 @@ pub struct ApiServer {
     authenticator: crate::authn::Authenticator,
     authorizer: crate::authz::Authorizer,
     version: VersionInfo,
-    shutting_down: AtomicBool,
+    health: Arc<crate::server::healthz::Health>,
+    min_request_timeout: Duration,
     shutdown: tokio::sync::watch::Receiver<bool>,
 }
 
@@ -86,6 +88,11 @@ pub struct ApiServerParts {
     pub watch_cache: Option<CacheOptions>,
     /// The enabled admission plugins, in order.
     pub admission: crate::admission::Plugins,
+    /// The health checks served at `/healthz`, `/livez`, `/readyz`.
+    pub health: Arc<crate::server::healthz::Health>,
+    /// `--min-request-timeout`: watches without `timeoutSeconds` end after
+    /// a random time in `[1x, 2x)` of it.
+    pub min_request_timeout: Duration,
 }
 
 /// Maximum request body size (kube-apiserver's 3 MiB default).
@@ -104,6 +111,8 @@ impl ApiServer {
             version,
             watch_cache,
             admission,
+            health,
+            min_request_timeout,
         } = parts;
         let mut stores = HashMap::new();
         let caches = Caches::default();
@@ -147,7 +156,8 @@ impl ApiServer {
             authenticator,
             authorizer,
             version,
-            shutting_down: AtomicBool::new(false),
+            health,
+            min_request_timeout,
             shutdown,
         }
     }
@@ -181,6 +191,11 @@ impl ApiServer {
         self.stores.values().map(|(store, info)| (store, *info))
     }
 
+    /// The authenticator.
+    pub fn authenticator(&self) -> &crate::authn::Authenticator {
+        &self.authenticator
+    }
+
     /// The authorizer (its RBAC part is fed from the stored objects).
     pub fn authorizer(&self) -> &crate::authz::Authorizer {
         &self.authorizer
@@ -193,12 +208,51 @@ impl ApiServer {
 
     /// Marks the server as shutting down: `/readyz` fails from now on.
     pub fn begin_shutdown(&self) {
-        self.shutting_down.store(true, Ordering::SeqCst);
+        self.health.begin_shutdown();
     }
 
-    /// The axum router of the whole API.
+    /// How long a watch without `timeoutSeconds` lasts: a random time in
+    /// `[1x, 2x)` of `--min-request-timeout`.
+    pub(crate) fn default_watch_timeout(&self) -> Duration {
+        use rand::Rng;
+        let base = self.min_request_timeout.as_secs_f64();
+        Duration::from_secs_f64(base * (1.0 + rand::rng().random_range(0.0..1.0)))
+    }
+
+    /// Counts objects per resource into `apiserver_storage_objects`.
+    async fn update_storage_objects(&self) {
+        let mut seen = std::collections::HashSet::new();
+        for (store, _) in self.stores() {
+            let info = store.kind().storage_info();
+            let resource = if info.group.is_empty() {
+                info.plural.to_string()
+            } else {
+                format!("{}.{}", info.plural, info.group)
+            };
+            if !seen.insert(resource.clone()) {
+                continue;
+            }
+            let count = tokio::time::timeout(
+                Duration::from_secs(2),
+                store.storage().count(store.prefix()),
+            )
+            .await;
+            if let Ok(Ok(n)) = count {
+                crate::metrics::global()
+                    .storage_objects
+                    .with_label_values(&[resource.as_str()])
+                    .set(n);
+            }
+        }
+    }
+
+    /// The axum router of the whole API, with gzip response compression
+    /// ([`compression`]'s rules).
     pub fn router(self: Arc<Self>) -> axum::Router {
-        axum::Router::new().fallback(director).with_state(self)
+        axum::Router::new()
+            .fallback(director)
+            .layer(axum::middleware::from_fn(compression::gzip))
+            .with_state(self)
     }
 }
 
@@ -248,50 +302,45 @@ pub(crate) fn error_response(err: &ApiError) -> Response {
     resp
 }
 
-fn text(code: StatusCode, body: &'static str) -> Response {
-    bytes_response(
-        code,
-        "text/plain; charset=utf-8",
-        Bytes::from_static(body.as_bytes()),
-    )
-}
-
-/// Routes every request.
-async fn director(State(server): State<Arc<ApiServer>>, mut req: Request) -> Response {
+/// Routes every request (behind the filter chain, [`crate::filters`]).
+async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or_default().to_string();
     let params = Query::parse(&query);
-    let watch = params
-        .get("watch")
-        .is_some_and(|v| v != "false" && v != "0");
-    let info = request_info::parse(req.method(), &path, watch);
-    let user = match crate::authz::guard(&server.authenticator, &server.authorizer, &info, &mut req)
-        .await
-    {
-        Ok(user) => user,
-        Err(e) => return error_response(&e),
+    let info = match req.extensions().get::<request_info::RequestInfo>() {
+        Some(info) => info.clone(),
+        None => crate::filters::request_info::from_request(&req),
     };
-    if crate::authz::reviews::is_review(&info) {
-        return crate::authz::reviews::handle(&server.authorizer, &user, &info, req).await;
-    }
     if info.is_resource_request {
-        let handled = crate::warning::record(resource::handle(server, info, params, req));
-        return crate::authn::with_user(user, handled).await;
+        let user = req
+            .extensions()
+            .get::<crate::authn::UserInfo>()
+            .cloned()
+            .unwrap_or_default();
+        if crate::authz::reviews::is_review(&info) {
+            return crate::authz::reviews::handle(&server.authorizer, &user, &info, req).await;
+        }
+        return crate::authn::with_user(user, resource::handle(server, info, params, req)).await;
     }
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
         return error_response(&Status::path_not_found().into());
     }
+    let mut segments = path.trim_start_matches('/').splitn(2, '/');
+    if let Some(endpoint) = segments
+        .next()
+        .and_then(crate::server::healthz::Endpoint::from_name)
+    {
+        let check = segments.next().filter(|c| !c.is_empty());
+        return server.health.serve(endpoint, check, &params).await;
+    }
     match path.as_str() {
-        "/healthz" | "/livez" => text(StatusCode::OK, "ok"),
-        "/readyz" => {
-            if server.shutting_down.load(Ordering::SeqCst) {
-                text(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "[-]shutdown failed: process is shutting down\nreadyz check failed",
-                )
-            } else {
-                text(StatusCode::OK, "ok")
-            }
+        "/metrics" => {
+            server.update_storage_objects().await;
+            bytes_response(
+                StatusCode::OK,
+                crate::metrics::CONTENT_TYPE,
+                Bytes::from(crate::metrics::global().render()),
+            )
         }
         "/version" => respond(
             StatusCode::OK,
@@ -300,7 +349,7 @@ async fn director(State(server): State<Arc<ApiServer>>, mut req: Request) -> Res
         ),
         "/api" | "/apis" => discovery_root(&server, &req, path.trim_start_matches('/')),
         "/openapi/v3" => document(&req, server.docs.openapi_v3_index.as_ref(), false),
-        "/openapi/v2" => openapi_v2::serve(&req, server.docs.openapi_v2.as_ref()),
+        "/openapi/v2" => openapi_v2::serve(&req, &server.docs),
         _ => {
             if let Some(rest) = path.strip_prefix("/openapi/v3/") {
                 return document(
@@ -421,6 +470,14 @@ impl Query {
                 .into_owned()
                 .collect(),
         )
+    }
+
+    /// Every value of `key`, in order.
+    pub fn all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The first value of `key`.

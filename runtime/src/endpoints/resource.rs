@@ -1,7 +1,8 @@
 //! Handlers of resource requests: get, list, watch, create, update, patch,
-//! delete, deletecollection.
+//! delete, deletecollection, and the `/status` and `/scale` subresources.
 
 mod patching;
+mod subresources;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +50,8 @@ pub(super) async fn handle(
     let Some((store, info)) = server.stores.get(&key) else {
         return error_response(&Status::path_not_found().into());
     };
-    if !ri.subresource.is_empty() || (!info.namespaced() && !ri.namespace.is_empty()) {
+    let unserved_subresource = !ri.subresource.is_empty() && !subresources::served(info, &ri);
+    if unserved_subresource || (!info.namespaced() && !ri.namespace.is_empty()) {
         return error_response(&Status::path_not_found().into());
     }
     if info.namespaced() && ri.namespace.is_empty() && !matches!(ri.verb.as_str(), "list" | "watch")
@@ -73,6 +75,7 @@ pub(super) async fn handle(
         accept,
     };
     let result = match ri.verb.as_str() {
+        _ if !ri.subresource.is_empty() => subresources::handle(&ctx, req).await,
         "get" => get(&ctx).await,
         "list" => list(&ctx).await,
         "watch" => watch(&ctx).await,
@@ -96,6 +99,16 @@ fn not_acceptable() -> ApiError {
 }
 
 impl Ctx<'_> {
+    /// The store writes go through: the main resource's, or the request's
+    /// subresource's (`/status` writes change only status).
+    fn writer(&self) -> std::borrow::Cow<'_, Store> {
+        if self.ri.subresource.is_empty() {
+            std::borrow::Cow::Borrowed(self.store)
+        } else {
+            std::borrow::Cow::Owned(self.store.subresource(&self.ri.subresource))
+        }
+    }
+
     fn negotiate(&self, list: bool) -> ApiResult<(Format, Target)> {
         negotiation::negotiate(
             self.accept.as_deref(),
@@ -487,10 +500,7 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
     let include = ctx.include_object()?;
     let bookmarks = ctx.query.get("allowWatchBookmarks") == Some("true");
     let timeout = match ctx.query.get("timeoutSeconds") {
-        None | Some("") => {
-            use rand::Rng;
-            Duration::from_secs(rand::rng().random_range(1800..3600))
-        }
+        None | Some("") => ctx.server.default_watch_timeout(),
         Some(v) => match v.parse::<u64>() {
             Ok(n) => Duration::from_secs(n),
             Err(_) => {
@@ -505,6 +515,11 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
         .store
         .watch(namespace_scope(ctx), &params, bookmarks)
         .await?;
+    let watcher = crate::metrics::GaugeGuard::new(
+        crate::metrics::global()
+            .registered_watchers
+            .with_label_values(&[ctx.info.group, ctx.info.version, ctx.info.kind]),
+    );
     let kind = ctx.store.kind().clone();
     let info = ctx.info;
     let mut first = true;
@@ -555,6 +570,7 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
     });
     let mut shutdown = ctx.server.shutdown.clone();
     let stop = async move {
+        let _watcher = watcher;
         tokio::select! {
             _ = tokio::time::sleep(timeout) => {}
             _ = shutdown.wait_for(|v| *v) => {}
@@ -668,7 +684,7 @@ async fn update(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     let validation = patching::field_validation(ctx, "UpdateOptions")?;
     let hub = read_body(ctx, req, validation).await?;
     let (obj, created) = ctx
-        .store
+        .writer()
         .update(&ctx.ri.namespace, &ctx.ri.name, hub, dry_run)
         .await?;
     ctx.object_response(

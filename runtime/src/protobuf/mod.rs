@@ -18,6 +18,7 @@
 //! `key` alone; both decode to the same map.
 
 mod core_v1;
+pub mod gnostic;
 mod meta;
 
 use prost::Message;

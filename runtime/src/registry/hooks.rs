@@ -1,6 +1,8 @@
 //! The strategy hooks the generic store applies around validation:
-//! `metadata.generation` for kinds that bump it, and the strategy's
-//! warnings (recorded for the response's `Warning` headers).
+//! the status-subresource rules (what a write through the main resource or
+//! through `/status` may change), `metadata.generation` for kinds that bump
+//! it, and the strategy's warnings (recorded for the response's `Warning`
+//! headers).
 
 use serde_json::Value;
 
@@ -24,6 +26,50 @@ pub(super) fn spec_changed(new: &Value, old: &Value) -> bool {
 }
 
 impl Store {
+    /// This store writing through `subresource`: `"status"` (updates change
+    /// only `status`, as the CRD status strategy: everything else, metadata
+    /// included, comes from the stored object) or `"scale"` (the main
+    /// resource's rules; only the admission attributes differ). Any other
+    /// value is the main resource. Subresource writes never create.
+    pub fn subresource(&self, subresource: &str) -> Store {
+        let mut store = self.clone();
+        store.subresource = match subresource {
+            "status" => "status",
+            "scale" => "scale",
+            _ => "",
+        };
+        store
+    }
+
+    /// The update preparation of this store's target. On the main resource
+    /// of a kind with the status subresource the stored status is kept
+    /// (status changes are ignored) before the strategy's
+    /// `prepare_for_update`; through `/status`, the strategy's
+    /// `prepare_status_update` keeps everything but status.
+    pub(super) fn prepare_write(&self, new: &mut Value, old: &Value) -> ApiResult<()> {
+        if self.subresource == "status" {
+            return self
+                .kind
+                .prepare_status_update(new, old)
+                .map_err(Self::decode_err);
+        }
+        if self.info.subresources.status
+            && let Some(map) = new.as_object_mut()
+        {
+            match old.get("status") {
+                Some(status) => {
+                    map.insert("status".into(), status.clone());
+                }
+                None => {
+                    map.remove("status");
+                }
+            }
+        }
+        self.kind
+            .prepare_for_update(new, old)
+            .map_err(Self::decode_err)
+    }
+
     /// After create preparation: generation 1 for kinds that bump it.
     pub(super) fn initial_generation(&self, hub: &mut Value) -> ApiResult<()> {
         if self.kind.bump_generation_on_spec_change() {

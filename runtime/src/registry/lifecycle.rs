@@ -85,7 +85,7 @@ impl Store {
             version: self.info.version.into(),
             kind: self.info.kind.into(),
             resource: self.info.plural.into(),
-            subresource: String::new(),
+            subresource: self.subresource.into(),
             namespace: if self.namespaced() {
                 namespace.into()
             } else {

@@ -12,6 +12,8 @@ mod lifecycle;
 mod lookup;
 mod selector;
 #[cfg(test)]
+mod subresource_tests;
+#[cfg(test)]
 mod tests;
 
 pub use cache::{CacheOptions, Caches};
@@ -43,6 +45,9 @@ pub struct Store {
     prefix: String,
     cache: Option<Arc<cache::WatchCache>>,
     admission: Arc<admission::Chain>,
+    /// The subresource this store writes through (`""`, `status` or
+    /// `scale`; see [`Store::subresource`]).
+    subresource: &'static str,
 }
 
 /// What a list returns.
@@ -168,12 +173,24 @@ impl Store {
             prefix,
             cache,
             admission: Arc::new(admission::Chain::empty()),
+            subresource: "",
         }
     }
 
     /// The watch cache serving this store's reads, if any.
     pub fn cache(&self) -> Option<&Arc<cache::WatchCache>> {
         self.cache.as_ref()
+    }
+
+    /// The storage key prefix of this store's objects
+    /// (`<prefix>/<group>/<plural>/`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The storage backend.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
     }
 
     /// The kind this store serves.
@@ -310,6 +327,11 @@ impl Store {
         ] {
             meta.remove(server_set);
         }
+        // With the status subresource, status is only written through
+        // `/status`: a create starts without it.
+        self.kind
+            .reset_status_on_create(&mut hub)
+            .map_err(Self::decode_err)?;
         self.kind
             .prepare_for_create(&mut hub)
             .map_err(Self::decode_err)?;
@@ -653,7 +675,7 @@ impl Store {
         loop {
             let current = self.storage.get(&key, 0).await?;
             let Some(current) = current else {
-                if !self.kind.allow_create_on_update() {
+                if !self.subresource.is_empty() || !self.kind.allow_create_on_update() {
                     return Err(self.not_found(name));
                 }
                 let created = self.create(namespace, hub.clone(), dry_run).await?;
@@ -677,9 +699,7 @@ impl Store {
             let mut new = self
                 .admit_object(Operation::Update, namespace, name, new, Some(&old), dry_run)
                 .await?;
-            self.kind
-                .prepare_for_update(&mut new, &old)
-                .map_err(Self::decode_err)?;
+            self.prepare_write(&mut new, &old)?;
             self.next_generation(&mut new, &old)?;
             let mut errs = self
                 .kind
@@ -700,13 +720,21 @@ impl Store {
                 dry_run,
             )
             .await?;
-            self.warn_update(&new, &old)?;
+            if self.subresource != "status" {
+                self.warn_update(&new, &old)?;
+            }
             if dry_run {
                 let mut out = self.round_trip(&new)?;
                 set_resource_version(&mut out, current.mod_revision);
                 return Ok((out, false));
             }
             let value = self.encode(&new)?;
+            // Like kube-apiserver's storage, an update that would store the
+            // same bytes writes nothing: the object keeps its
+            // resourceVersion (kubectl then reports "(no change)").
+            if value == current.value {
+                return Ok((old, false));
+            }
             match self
                 .storage
                 .update(&key, current.mod_revision, value)

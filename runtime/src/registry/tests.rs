@@ -490,3 +490,34 @@ fn cached_objects_are_encoded_once_per_version() {
         .unwrap();
     assert_eq!(calls, 2);
 }
+
+#[tokio::test]
+async fn update_without_change_writes_nothing() {
+    let f = fixture(CacheOptions::default());
+    let created = f
+        .store
+        .create("", hub(&f.store, ns("same", json!({"a": "1"}))), false)
+        .await
+        .unwrap();
+    let rv = created["metadata"]["resourceVersion"].clone();
+    let (out, was_created) = f
+        .store
+        .update("", "same", created.clone(), false)
+        .await
+        .unwrap();
+    assert!(!was_created);
+    assert_eq!(out["metadata"]["resourceVersion"], rv);
+    assert_eq!(out, created);
+    let current = f
+        .storage
+        .get(&f.store.key("", "same"), 0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(current.version, 1, "no second write");
+
+    let mut changed = created.clone();
+    changed["metadata"]["labels"]["a"] = json!("2");
+    let (out, _) = f.store.update("", "same", changed, false).await.unwrap();
+    assert_ne!(out["metadata"]["resourceVersion"], rv);
+}

@@ -1,10 +1,13 @@
-//! Serving: TLS, the listener, the admin kubeconfig and graceful shutdown.
+//! Serving: TLS, the listener, the admin kubeconfig, health checks,
+//! post-start and pre-shutdown hooks, and graceful shutdown.
 //!
 //! [`run`] takes a [`Config`], the scheme, the generated documents and a
-//! storage backend, and serves HTTPS (HTTP/1.1 and HTTP/2) until the
-//! shutdown future completes.
+//! storage backend, and serves HTTPS (HTTP/1.1 and HTTP/2) through the
+//! filter chain ([`crate::filters`]) until the shutdown future completes.
 
+pub mod healthz;
 pub mod kubeconfig;
+pub mod lifecycle;
 pub mod tls;
 
 use std::future::Future;
@@ -41,6 +44,9 @@ pub enum Error {
     /// The listener could not be bound.
     #[error("failed to listen on {0}: {1}")]
     Bind(SocketAddr, #[source] std::io::Error),
+    /// A post-start hook failed.
+    #[error("PostStartHook {0:?} failed: {1}")]
+    PostStartHook(String, String),
 }
 
 /// What the server needs to start.
@@ -67,17 +73,45 @@ pub struct Config {
     pub watch_cache: Option<crate::registry::CacheOptions>,
     /// The enabled admission plugins, in order.
     pub admission: crate::admission::Plugins,
+    /// Timeouts, in-flight limits, CORS and HSTS of the filter chain.
+    pub filters: crate::filters::ChainConfig,
     /// Authentication settings.
     pub authentication: crate::authn::Options,
     /// Authorization settings.
     pub authorization: crate::authz::Options,
 }
 
+impl Config {
+    /// Fills in what was left to defaults (the advertise address: the bind
+    /// address) and seals the result: [`run`] only takes a
+    /// [`CompletedConfig`], so a configuration cannot be served without
+    /// being completed.
+    pub fn complete(mut self) -> CompletedConfig {
+        if self.advertise_address.is_none() {
+            self.advertise_address = Some(self.bind_address);
+        }
+        CompletedConfig(self)
+    }
+}
+
+/// A [`Config`] after [`Config::complete`]; read its fields through
+/// `Deref`.
+#[derive(Clone, Debug)]
+pub struct CompletedConfig(Config);
+
+impl std::ops::Deref for CompletedConfig {
+    type Target = Config;
+
+    fn deref(&self) -> &Config {
+        &self.0
+    }
+}
+
 /// Starts serving and runs until `shutdown` completes, then shuts down
 /// gracefully: readiness fails, the listener closes after the shutdown
 /// delay, watches end, and in-flight requests finish.
 pub async fn run(
-    config: Config,
+    config: CompletedConfig,
     scheme: Scheme,
     docs: Documents,
     storage: Arc<dyn Storage>,
@@ -119,7 +153,56 @@ pub async fn run(
     let kubeconfig_path = config.data_dir.join("admin.kubeconfig");
     kubeconfig::write_kubeconfig(&kubeconfig_path, &url, &ca_pem, &token)?;
 
+    // Watches end when `stop` turns true; controllers when `controllers_stop` does.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (controllers_stop_tx, controllers_stop_rx) = tokio::sync::watch::channel(false);
+
+    let storage: Arc<dyn Storage> = Arc::new(crate::storage::metered::Metered::new(
+        storage,
+        &config.storage_prefix,
+    ));
+    let mut health = healthz::Health::default();
+    let storage_check = storage.health_check_name();
+    health.add_storage(storage_check, false, storage.clone());
+    if storage_check == "etcd" {
+        health.add_storage("etcd-readiness", true, storage.clone());
+    }
+    let rbac_stop_rx = controllers_stop_rx.clone();
+    let post_start = lifecycle::PostStartHooks::register(
+        vec![
+            lifecycle::Hook::new(
+                "bootstrap-system-namespaces",
+                |ctx: lifecycle::HookContext| async move {
+                    ctx.server.bootstrap().await.map_err(|e| e.to_string())
+                },
+            ),
+            lifecycle::Hook::new(
+                "rbac/bootstrap-roles",
+                move |ctx: lifecycle::HookContext| async move {
+                    crate::authz::rbac::start(&ctx.server, rbac_stop_rx)
+                        .await
+                        .map_err(|e| e.to_string())
+                },
+            ),
+            lifecycle::Hook::new(
+                "start-namespace-controller",
+                move |ctx: lifecycle::HookContext| async move {
+                    crate::controllers::start(&ctx.server, controllers_stop_rx);
+                    Ok(())
+                },
+            ),
+        ],
+        &mut health,
+    );
+    let pre_shutdown = vec![lifecycle::Hook::new(
+        "stop-namespace-controller",
+        move |_: lifecycle::HookContext| async move {
+            let _ = controllers_stop_tx.send(true);
+            Ok(())
+        },
+    )];
+    health.add_shutdown();
+
     let parts = ApiServerParts {
         scheme,
         storage,
@@ -130,24 +213,29 @@ pub async fn run(
         version,
         watch_cache: config.watch_cache.clone(),
         admission: config.admission.clone(),
+        health: Arc::new(health),
+        min_request_timeout: config.filters.min_request_timeout,
     };
     let server = Arc::new(ApiServer::new(parts, stop_rx.clone()));
-    server
-        .bootstrap()
-        .await
-        .map_err(|e| Error::Bootstrap(e.to_string()))?;
-    crate::controllers::start(&server, stop_rx.clone());
-    crate::authz::rbac::start(&server, stop_rx.clone())
-        .await
-        .map_err(|e| Error::Bootstrap(e.to_string()))?;
-    let router = server.clone().router();
+    let (router, chain) = crate::filters::build(
+        server.clone().router(),
+        &config.filters,
+        Arc::new(server.authenticator().clone()),
+        Arc::new(server.authorizer().clone()),
+    );
+    let hook_ctx = lifecycle::HookContext {
+        server: server.clone(),
+    };
     tracing::info!(%url, kubeconfig = %kubeconfig_path.display(), "serving; use: kubectl --kubeconfig {}", kubeconfig_path.display());
 
     let acceptor = TlsAcceptor::from(tls_config);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let builder = auto::Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);
-    let mut shutdown_started = false;
+    let post_start = post_start.run(hook_ctx.clone());
+    tokio::pin!(post_start);
+    let mut pre_shutdown = Some(pre_shutdown);
+    let mut pre_shutdown_task = None;
     let delay = tokio::time::sleep(Duration::MAX);
     tokio::pin!(delay);
     loop {
@@ -193,23 +281,43 @@ pub async fn run(
                     }
                 });
             }
-            () = &mut shutdown, if !shutdown_started => {
+            (name, error) = &mut post_start => {
+                tracing::error!(hook = name, %error, "post-start hook failed; stopping");
+                return Err(Error::PostStartHook(name, error));
+            }
+            () = &mut shutdown, if pre_shutdown.is_some() => {
                 tracing::info!(delay = ?config.shutdown_delay, "shutdown requested; /readyz now fails");
                 server.begin_shutdown();
-                shutdown_started = true;
                 delay.as_mut().reset(tokio::time::Instant::now() + config.shutdown_delay);
+                let hooks = pre_shutdown.take().unwrap_or_default();
+                pre_shutdown_task = Some(tokio::spawn(lifecycle::run_pre_shutdown(hooks, hook_ctx.clone())));
             }
-            () = &mut delay, if shutdown_started => break,
+            () = &mut delay, if pre_shutdown.is_none() => break,
         }
     }
+    if let Some(task) = pre_shutdown_task {
+        let _ = task.await;
+    }
     drop(listener);
-    let _ = stop_tx.send(true);
     tracing::info!("listener closed; draining in-flight requests");
-    if tokio::time::timeout(Duration::from_secs(60), graceful.shutdown())
+    chain.in_flight.close();
+    let drain = config.filters.request_timeout.max(Duration::from_secs(1)) + Duration::from_secs(1);
+    if tokio::time::timeout(drain, chain.in_flight.drained())
         .await
         .is_err()
     {
-        tracing::warn!("in-flight requests did not finish within 60s");
+        tracing::warn!(
+            in_flight = chain.in_flight.current(),
+            "in-flight requests did not finish within the request timeout"
+        );
+    }
+    // Watches end now, with a clean end of their streams.
+    let _ = stop_tx.send(true);
+    if tokio::time::timeout(Duration::from_secs(10), graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections did not close within 10s");
     }
     tracing::info!("shutdown complete");
     Ok(())

@@ -19,6 +19,7 @@
 pub(crate) mod conformance;
 pub mod embedded;
 pub mod etcd3;
+pub mod metered;
 
 use std::fmt;
 use std::pin::Pin;
@@ -250,6 +251,11 @@ pub trait Storage: Send + Sync + 'static {
     /// from the watch cache use it to catch up with writes to other keys.
     async fn request_progress(&self) -> Result<()> {
         Ok(())
+    }
+    /// The name of the backend's health check (`/livez/<name>`,
+    /// `/readyz/<name>`): `etcd` as kube-apiserver's.
+    fn health_check_name(&self) -> &'static str {
+        "etcd"
     }
 }
 

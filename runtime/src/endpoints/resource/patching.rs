@@ -19,10 +19,10 @@ use crate::validation::{ErrorList, ErrorType, FieldError};
 /// How often a patch is re-applied to a fresher object after a write
 /// conflict it did not ask for (its result kept the object's
 /// resourceVersion).
-const MAX_PATCH_ATTEMPTS: usize = 10;
+pub(super) const MAX_PATCH_ATTEMPTS: usize = 10;
 
 /// The patch types served, as the 415 message lists them.
-const SUPPORTED_PATCH_TYPES: [PatchType; 3] =
+pub(super) const SUPPORTED_PATCH_TYPES: [PatchType; 3] =
     [PatchType::Json, PatchType::Merge, PatchType::Strategic];
 
 /// kube-apiserver's limit on `fieldManager`.
@@ -116,7 +116,7 @@ pub(super) fn report_field_issues(
     }
 }
 
-fn unsupported_patch_type() -> ApiError {
+pub(super) fn unsupported_patch_type() -> ApiError {
     let accepted: Vec<&str> = SUPPORTED_PATCH_TYPES
         .iter()
         .map(|t| t.media_type())
@@ -135,7 +135,7 @@ fn unsupported_patch_type() -> ApiError {
 /// Validates the PatchOptions query parameters (kube-apiserver's
 /// `ValidatePatchOptions`): returns the dry-run flag and the field
 /// validation directive.
-fn patch_options(ctx: &Ctx<'_>) -> ApiResult<(bool, FieldValidation)> {
+pub(super) fn patch_options(ctx: &Ctx<'_>) -> ApiResult<(bool, FieldValidation)> {
     let mut errs = ErrorList::default();
     if ctx.query.get("force").is_some() {
         errs.push(FieldError::forbidden(
@@ -179,7 +179,7 @@ fn patch_options(ctx: &Ctx<'_>) -> ApiResult<(bool, FieldValidation)> {
 }
 
 /// kube-apiserver's answer to a patch that does not apply.
-fn patch_error(e: PatchError) -> ApiError {
+pub(super) fn patch_error(e: PatchError) -> ApiError {
     match e {
         PatchError::BadRequest(m) => Status::bad_request(m).into(),
         PatchError::TooLarge(m) => Status::too_large(m).into(),
@@ -199,7 +199,7 @@ fn patch_error(e: PatchError) -> ApiError {
 
 /// `422` ` "" is invalid: patch: Invalid value: "<value>": <detail>`, as
 /// kube-apiserver reports a patched object it cannot decode.
-fn invalid_patch(value: String, detail: String) -> ApiError {
+pub(super) fn invalid_patch(value: String, detail: String) -> ApiError {
     let errs = ErrorList(vec![FieldError::invalid("patch", value, detail)]);
     Status::invalid("", "", "", errs.to_causes()).into()
 }
@@ -215,7 +215,7 @@ fn json_patch_schema() -> KindSchema {
 
 /// Strict-decoding problems of the patch body itself: duplicate keys (and,
 /// for JSON patches, unknown operation fields).
-fn patch_body_issues(patch_type: PatchType, body: &[u8]) -> ApiResult<Vec<String>> {
+pub(super) fn patch_body_issues(patch_type: PatchType, body: &[u8]) -> ApiResult<Vec<String>> {
     match patch_type {
         PatchType::Json => {
             let schema = json_patch_schema();
@@ -316,7 +316,7 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
         }
         let patched_rv = crate::scheme::object_meta(&hub).resource_version;
         match ctx
-            .store
+            .writer()
             .update(&ctx.ri.namespace, &ctx.ri.name, hub, dry_run)
             .await
         {

@@ -577,6 +577,10 @@ async fn compactor_loop(weak: Weak<Inner>, interval: Duration, keep: i64, start:
 
 #[async_trait::async_trait]
 impl Storage for EmbeddedStore {
+    fn health_check_name(&self) -> &'static str {
+        "embedded-store"
+    }
+
     async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
         self.check_size(key, &value)?;
         match self

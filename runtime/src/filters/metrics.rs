@@ -1,0 +1,125 @@
+//! Request metrics (the generic apiserver's `InstrumentRouteFunc`):
+//! `apiserver_request_total` and `apiserver_request_duration_seconds` for
+//! every request, with kube-apiserver's labels; watches (long-running) are
+//! counted in `apiserver_longrunning_requests` while their stream lasts.
+
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+use futures::StreamExt;
+use http::header;
+
+use super::RequestInfo;
+use super::request_info::ReceivedAt;
+
+/// kube-apiserver's `CleanVerb`: upper-case metric verbs.
+pub fn metric_verb(info: &RequestInfo, method: &http::Method, apply: bool) -> String {
+    if !info.is_resource_request {
+        return method.as_str().to_uppercase();
+    }
+    match info.verb.as_str() {
+        "list" => "LIST".into(),
+        "watch" => "WATCH".into(),
+        "deletecollection" => "DELETECOLLECTION".into(),
+        "patch" if apply => "APPLY".into(),
+        _ => method.as_str().to_uppercase(),
+    }
+}
+
+/// kube-apiserver's `CleanScope`.
+pub fn metric_scope(info: &RequestInfo) -> &'static str {
+    if !info.name.is_empty() || info.verb == "create" {
+        "resource"
+    } else if !info.namespace.is_empty() {
+        "namespace"
+    } else if info.is_resource_request {
+        "cluster"
+    } else {
+        ""
+    }
+}
+
+/// The filter.
+pub async fn filter(req: Request, next: Next) -> Response {
+    let Some(info) = req.extensions().get::<RequestInfo>().cloned() else {
+        return next.run(req).await;
+    };
+    let started = req
+        .extensions()
+        .get::<ReceivedAt>()
+        .map_or_else(Instant::now, |r| r.0);
+    let apply = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/apply-patch"));
+    let dry_run = req.uri().query().is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "dryRun" && v == "All")
+    });
+    let verb = metric_verb(&info, req.method(), apply);
+    let scope = metric_scope(&info);
+    let long_running = super::is_long_running(&info);
+    let resp = next.run(req).await;
+
+    let metrics = crate::metrics::global();
+    let dry_run = if dry_run { "All" } else { "" };
+    let code = resp.status().as_u16().to_string();
+    let (group, version, resource, subresource) = (
+        info.group.as_str(),
+        info.version.as_str(),
+        info.resource.as_str(),
+        info.subresource.as_str(),
+    );
+    metrics
+        .request_total
+        .with_label_values(&[
+            verb.as_str(),
+            dry_run,
+            group,
+            version,
+            resource,
+            subresource,
+            scope,
+            "apiserver",
+            code.as_str(),
+        ])
+        .inc();
+    if !long_running {
+        metrics
+            .request_duration
+            .with_label_values(&[
+                verb.as_str(),
+                dry_run,
+                group,
+                version,
+                resource,
+                subresource,
+                scope,
+                "apiserver",
+            ])
+            .observe(started.elapsed().as_secs_f64());
+        return resp;
+    }
+    if !resp.status().is_success() {
+        return resp;
+    }
+    // Long-running: counted until the response stream ends.
+    let guard = crate::metrics::GaugeGuard::new(metrics.longrunning_requests.with_label_values(&[
+        verb.as_str(),
+        group,
+        version,
+        resource,
+        subresource,
+        scope,
+        "apiserver",
+    ]));
+    let (parts, body) = resp.into_parts();
+    let stream = body.into_data_stream().map(move |chunk| {
+        let _counted = &guard;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(stream))
+}

@@ -1,0 +1,11 @@
+//! Warnings (the generic apiserver's `WithWarningRecorder`): everything
+//! below records `Warning: 299` headers with [`crate::warning::add`].
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+
+/// The filter.
+pub async fn filter(req: Request, next: Next) -> Response {
+    crate::warning::record(next.run(req)).await
+}
