@@ -1,11 +1,7 @@
 //! Admission end to end: NamespaceLifecycle (missing and terminating
 //! namespaces, system namespaces), namespace deletion through the
 //! namespace controller (kube client and `kubectl delete ns`), dry runs,
-//! and the admission flags.
-//!
-//! BanFlunder needs wardle `v1alpha1` Fischers, which this binary does not
-//! serve yet; its exact Status is unit-tested in
-//! `apis/src/wardle/admission.rs` with a fake lookup.
+//! the admission flags, and wardle's BanFlunder (names a Fischer disallows).
 
 mod common;
 
@@ -214,6 +210,105 @@ async fn admission_flags_select_plugins() {
         err.contains("enable-admission-plugins plugin \"NoSuchPlugin\" is unknown"),
         "{err}"
     );
+}
+
+// --- BanFlunder ---
+
+fn fischers(client: kube::Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("wardle.example.com", "v1alpha1", "Fischer");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "fischers");
+    Api::all_with(client, &ar)
+}
+
+fn fischer(name: &str, disallowed: &[&str]) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "wardle.example.com/v1alpha1", "kind": "Fischer",
+        "metadata": {"name": name}, "disallowedFlunders": disallowed,
+    }))
+    .expect("fischer")
+}
+
+#[tokio::test]
+async fn ban_flunder_refuses_names_a_fischer_disallows() {
+    let server = common::Server::start().await;
+    let client = server.client().await;
+    fischers(client.clone())
+        .create(&PostParams::default(), &fischer("ban", &["x", "y"]))
+        .await
+        .expect("create fischer");
+    let api = flunders(client.clone(), "default");
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    // The plugin may read Fischers from a cache: wait (with dry runs) until
+    // it refuses, then create for real.
+    eventually("BanFlunder refuses \"x\"", || async {
+        api.create(&dry_run, &flunder(json!({"name": "x"})))
+            .await
+            .is_err_and(|e| matches!(e, kube::Error::Api(s) if s.code == 403))
+    })
+    .await;
+    let err = api
+        .create(&PostParams::default(), &flunder(json!({"name": "x"})))
+        .await
+        .expect_err("banned name");
+    assert_eq!(
+        status(err),
+        json!({"status":"Failure","code":403,"metadata":{},"reason":"Forbidden",
+               "message":"flunders.wardle.example.com \"x\" is forbidden: this name may not be used, please change the resource name",
+               "details":{"name":"x","group":"wardle.example.com","kind":"flunders"}})
+    );
+    assert!(api.get_opt("x").await.expect("get").is_none());
+
+    // Both served versions of Flunder are checked.
+    let gvk = GroupVersionKind::gvk("wardle.example.com", "v1alpha1", "Flunder");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "flunders");
+    let v1alpha1: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let mut body = flunder(json!({"name": "y"}));
+    body.types = Some(kube::core::TypeMeta {
+        api_version: "wardle.example.com/v1alpha1".into(),
+        kind: "Flunder".into(),
+    });
+    let err = v1alpha1
+        .create(&PostParams::default(), &body)
+        .await
+        .expect_err("banned name in v1alpha1");
+    assert_eq!(
+        status(err)["message"],
+        "flunders.wardle.example.com \"y\" is forbidden: this name may not be used, please change the resource name"
+    );
+
+    // Other names pass; Fischers themselves are never checked.
+    api.create(&PostParams::default(), &flunder(json!({"name": "z"})))
+        .await
+        .expect("allowed name");
+    fischers(client)
+        .create(&PostParams::default(), &fischer("x", &["x"]))
+        .await
+        .expect("fischers are not checked");
+}
+
+#[tokio::test]
+async fn ban_flunder_can_be_disabled() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let server = common::Server::start_in(
+        &tmp.path().join("data"),
+        common::free_port(),
+        &["--disable-admission-plugins=BanFlunder"],
+    )
+    .await;
+    let client = server.client().await;
+    fischers(client.clone())
+        .create(&PostParams::default(), &fischer("ban", &["x"]))
+        .await
+        .expect("create fischer");
+    // Give a cache-based plugin time to see the Fischer: it must stay silent.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    flunders(client, "default")
+        .create(&PostParams::default(), &flunder(json!({"name": "x"})))
+        .await
+        .expect("BanFlunder is disabled");
 }
 
 // --- kubectl ---

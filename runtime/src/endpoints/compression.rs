@@ -14,7 +14,8 @@
 //!   compressed, and `Vary: Accept-Encoding` is added whenever the client
 //!   accepts gzip.
 //! - Watch streams are never compressed (neither is any body whose size is
-//!   not known up front, nor one that already has a `Content-Encoding`).
+//!   not known up front, nor one that already has a `Content-Encoding`),
+//!   nor is `/openapi/v3` (kube-openapi's v3 handler does not compress).
 
 use std::io::Write;
 
@@ -69,8 +70,10 @@ fn is_watch(req: &Request) -> bool {
 
 /// The middleware: compresses the response when the rules above say so.
 pub(super) async fn gzip(req: Request, next: Next) -> Response {
-    let openapi_v2 = req.uri().path() == "/openapi/v2";
-    let wanted = accepts_gzip(req.headers(), openapi_v2) && !is_watch(&req);
+    let path = req.uri().path();
+    let openapi_v2 = path == "/openapi/v2";
+    let openapi_v3 = path == "/openapi/v3" || path.starts_with("/openapi/v3/");
+    let wanted = accepts_gzip(req.headers(), openapi_v2) && !openapi_v3 && !is_watch(&req);
     let mut resp = next.run(req).await;
     if !wanted {
         return resp;

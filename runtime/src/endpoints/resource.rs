@@ -140,13 +140,16 @@ impl Ctx<'_> {
             .map_err(|m| Status::bad_request(m).into())
     }
 
-    fn dry_run(&self) -> ApiResult<bool> {
+    /// The `dryRun` query parameter; a bad value is a 422 on
+    /// `<options_kind>.meta.k8s.io` (`CreateOptions`, `DeleteOptions`, ...).
+    fn dry_run(&self, options_kind: &str) -> ApiResult<bool> {
         match self.query.get("dryRun") {
             None | Some("") => Ok(false),
             Some("All") => Ok(true),
             Some(other) => Err(options_invalid(
+                options_kind,
                 "dryRun",
-                format!("Unsupported value: \"{other}\": supported values: \"All\""),
+                format!("Unsupported value: [{other:?}]: supported values: \"All\""),
             )),
         }
     }
@@ -172,7 +175,7 @@ impl Ctx<'_> {
     }
 }
 
-fn options_invalid(field: &str, message: String) -> ApiError {
+fn options_invalid(options_kind: &str, field: &str, message: String) -> ApiError {
     let cause = crate::meta::StatusCause {
         reason: "FieldValueNotSupported".into(),
         message: message.clone(),
@@ -181,14 +184,11 @@ fn options_invalid(field: &str, message: String) -> ApiError {
     let mut s = Status::failure(
         422,
         "Invalid",
-        format!(
-            "{}.meta.k8s.io \"\" is invalid: {field}: {message}",
-            "Options"
-        ),
+        format!("{options_kind}.meta.k8s.io \"\" is invalid: {field}: {message}"),
     );
     s.details = Some(StatusDetails {
         group: "meta.k8s.io".into(),
-        kind: "Options".into(),
+        kind: options_kind.into(),
         causes: vec![cause],
         ..Default::default()
     });
@@ -196,14 +196,7 @@ fn options_invalid(field: &str, message: String) -> ApiError {
 }
 
 async fn get(ctx: &Ctx<'_>) -> ApiResult<Response> {
-    let rv = match ctx.query.get("resourceVersion") {
-        None | Some("") => None,
-        Some(v) => Some(v.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
-            ApiError::from(Status::bad_request(format!(
-                "invalid resource version: {v:?}"
-            )))
-        })?),
-    };
+    let rv = resource_version_param(ctx.query)?;
     let (format, target) = ctx.negotiate(false)?;
     if format == Format::Json
         && matches!(target, Target::Object)
@@ -223,33 +216,48 @@ async fn get(ctx: &Ctx<'_>) -> ApiResult<Response> {
     ctx.object_response(StatusCode::OK, &hub)
 }
 
+/// A boolean query parameter: everything but `0` and `false` (any case)
+/// is true, as kube-apiserver's parameter conversion reads it.
+fn query_bool(v: &str) -> bool {
+    v != "0" && !v.eq_ignore_ascii_case("false")
+}
+
+/// `timeoutSeconds` (list and watch): an integer, else 400 with Go's
+/// strconv text.
+fn timeout_seconds_param(q: &Query) -> ApiResult<Option<i64>> {
+    q.get("timeoutSeconds")
+        .map(crate::go_errors::parse_int64)
+        .transpose()
+        .map_err(|e| Status::bad_request(e).into())
+}
+
+/// `resourceVersion` (get, list, watch): absent or `""` is `None`; a
+/// non-integer is kube-apiserver's storage answer, 400
+/// `invalid resource version: resourceVersion: Invalid value: ...`.
+fn resource_version_param(q: &Query) -> ApiResult<Option<i64>> {
+    match q.get("resourceVersion") {
+        None | Some("") => Ok(None),
+        Some(v) => crate::go_errors::parse_resource_version(v)
+            .map(|n| Some(i64::try_from(n).unwrap_or(i64::MAX)))
+            .map_err(|e| Status::bad_request(format!("invalid resource version: {e}")).into()),
+    }
+}
+
 fn parse_list_params(ctx: &Ctx<'_>) -> ApiResult<ListParams> {
     let q = ctx.query;
     let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or_default())
         .map_err(Status::bad_request)?;
     let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or_default(), &META_FIELDS)
         .map_err(Status::bad_request)?;
+    // As kube-apiserver's query-parameter decoding: a non-integer is a
+    // 400 with Go's strconv text; a negative limit means no limit.
     let limit = match q.get("limit") {
-        None | Some("") => 0,
-        Some(v) => match v.parse::<i64>() {
-            Ok(n) if n >= 0 => n as usize,
-            Ok(_) => 0,
-            Err(_) => {
-                return Err(Status::bad_request(format!(
-                    "invalid value for limit: {v:?}: must be an integer"
-                ))
-                .into());
-            }
-        },
+        None => 0,
+        Some(v) => usize::try_from(crate::go_errors::parse_int64(v).map_err(Status::bad_request)?)
+            .unwrap_or(0),
     };
-    let resource_version = match q.get("resourceVersion") {
-        None | Some("") => None,
-        Some(v) => Some(v.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
-            ApiError::from(Status::bad_request(format!(
-                "invalid resource version: {v:?}"
-            )))
-        })?),
-    };
+    timeout_seconds_param(q)?;
+    let resource_version = resource_version_param(q)?;
     let continue_token = q
         .get("continue")
         .filter(|c| !c.is_empty())
@@ -262,16 +270,11 @@ fn parse_list_params(ctx: &Ctx<'_>) -> ApiResult<ListParams> {
     }
     let watch = ctx.ri.verb == "watch";
     let rv_match = q.get("resourceVersionMatch").filter(|m| !m.is_empty());
+    // Booleans as kube-apiserver's query decoding reads them: only `0` and
+    // `false` are false.
     let send_initial_events = match q.get("sendInitialEvents") {
         None | Some("") => None,
-        Some("true") | Some("1") => Some(true),
-        Some("false") | Some("0") => Some(false),
-        Some(v) => {
-            return Err(Status::bad_request(format!(
-                "invalid value for sendInitialEvents: {v:?}: must be a boolean"
-            ))
-            .into());
-        }
+        Some(v) => Some(query_bool(v)),
     };
     let mut errs = ErrorList::default();
     if watch {
@@ -498,18 +501,11 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
         return Err(not_acceptable());
     }
     let include = ctx.include_object()?;
-    let bookmarks = ctx.query.get("allowWatchBookmarks") == Some("true");
-    let timeout = match ctx.query.get("timeoutSeconds") {
-        None | Some("") => ctx.server.default_watch_timeout(),
-        Some(v) => match v.parse::<u64>() {
-            Ok(n) => Duration::from_secs(n),
-            Err(_) => {
-                return Err(Status::bad_request(format!(
-                    "invalid value for timeoutSeconds: {v:?}"
-                ))
-                .into());
-            }
-        },
+    let bookmarks = ctx.query.get("allowWatchBookmarks").is_some_and(query_bool);
+    let timeout = match timeout_seconds_param(ctx.query)? {
+        // Zero or negative: the server's default, as kube-apiserver.
+        Some(n) if n > 0 => Duration::from_secs(n.unsigned_abs()),
+        _ => ctx.server.default_watch_timeout(),
     };
     let events = ctx
         .store
@@ -632,36 +628,39 @@ async fn read_body(
         ))
         .into()
     };
-    let value: Value = match format {
-        Format::Json => serde_json::from_slice(&bytes).map_err(|e| cannot_handle(e.to_string()))?,
+    // Bodies whose apiVersion/kind cannot even be read (kube-apiserver's
+    // `transformDecodeError` without a kind).
+    let unrecognized = |e: String| -> ApiError {
+        Status::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): {e} ({})",
+            info.kind,
+            crate::go_errors::summarize_body(&bytes)
+        ))
+        .into()
+    };
+    let json_parse_error =
+        |e: String| unrecognized(format!("couldn't get version/kind; json parse error: {e}"));
+    let mut value: Value = match format {
+        Format::Json => serde_json::from_slice(&bytes)
+            .map_err(|e| json_parse_error(crate::go_errors::json_error(&e, &bytes)))?,
         Format::Yaml => {
-            let text = std::str::from_utf8(&bytes).map_err(|e| cannot_handle(e.to_string()))?;
-            serde_saphyr::from_str(text).map_err(|e| cannot_handle(e.to_string()))?
+            let yaml_error = |e: String| {
+                let first = e.lines().next().unwrap_or_default().to_string();
+                unrecognized(format!("error converting YAML to JSON: yaml: {first}"))
+            };
+            let text = String::from_utf8(bytes.to_vec()).map_err(|e| yaml_error(e.to_string()))?;
+            decode_yaml(text).await.map_err(yaml_error)?
         }
         Format::Protobuf => protobuf::decode_body(ctx.protobuf(), &bytes).map_err(cannot_handle)?,
     };
-    if !value.is_object() {
-        return Err(cannot_handle("the body must be a JSON object".into()));
+    if let Some(e) = crate::go_errors::not_an_object(&value) {
+        return Err(json_parse_error(e));
+    }
+    if value.is_null() {
+        value = Value::Object(Default::default());
     }
     let issues = patching::field_issues(ctx, validation, format, &bytes, &value);
-    if let Some(api_version) = value.get("apiVersion").and_then(Value::as_str)
-        && api_version != info.api_version()
-    {
-        return Err(Status::bad_request(format!(
-                "the API version in the data ({api_version}) does not match the expected API version ({})",
-                info.api_version()
-            ))
-            .into());
-    }
-    if let Some(kind) = value.get("kind").and_then(Value::as_str)
-        && kind != info.kind
-    {
-        return Err(Status::bad_request(format!(
-            "the kind in the data ({kind}) does not match the expected kind ({})",
-            info.kind
-        ))
-        .into());
-    }
+    check_body_kind(ctx, &value, &bytes)?;
     let hub = ctx
         .store
         .kind()
@@ -671,8 +670,104 @@ async fn read_body(
     Ok(hub)
 }
 
+/// The stack of a YAML decoding thread: the YAML deserializer takes far
+/// more stack per nesting level than a runtime worker thread has (an
+/// unoptimized build overflows 2 MiB below 100 levels).
+const YAML_DECODE_STACK_BYTES: usize = 16 << 20;
+
+/// Decodes a YAML body on a thread with a large stack, nesting at most as
+/// deep as the JSON decoder allows (serde_json's 128 levels), so no body
+/// can exhaust the stack.
+async fn decode_yaml(text: String) -> Result<Value, String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("yaml-decode".into())
+        .stack_size(YAML_DECODE_STACK_BYTES)
+        .spawn(move || {
+            let mut budget = serde_saphyr::Budget::default();
+            budget.max_depth = 128;
+            let mut options = serde_saphyr::Options::default();
+            options.budget = Some(budget);
+            let decoded = serde_saphyr::from_str_with_options::<Value>(&text, options)
+                .map_err(|e| e.to_string());
+            let _ = tx.send(decoded);
+        })
+        .map_err(|e| e.to_string())?;
+    rx.await.map_err(|e| e.to_string())?
+}
+
+/// Checks the body's `apiVersion` and `kind` (each defaulted from the
+/// endpoint when absent) as kube-apiserver's decoder does: another version
+/// of the same kind is "the API version in the data ... does not match";
+/// a kind the server does not serve in that version, or another kind, is
+/// "cannot be handled".
+fn check_body_kind(ctx: &Ctx<'_>, value: &Value, body: &[u8]) -> ApiResult<()> {
+    let info = ctx.info;
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())
+        .unwrap_or(info.kind);
+    let (group, version) = match api_version.split('/').collect::<Vec<_>>()[..] {
+        [""] => (info.group, info.version),
+        [v] => ("", v),
+        [g, v] => (g, v),
+        _ => {
+            return Err(Status::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): unexpected GroupVersion string: {api_version} ({})",
+                info.kind,
+                crate::go_errors::summarize_body(body)
+            ))
+            .into());
+        }
+    };
+    if (group, version, kind) == (info.group, info.version, info.kind) {
+        return Ok(());
+    }
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    let served = ctx
+        .server
+        .stores
+        .values()
+        .any(|(_, i)| (i.group, i.version, i.kind) == (group, version, kind));
+    let reason = if kind == info.kind && served {
+        return Err(Status::bad_request(format!(
+            "the API version in the data ({gv}) does not match the expected API version ({})",
+            info.api_version()
+        ))
+        .into());
+    } else if served {
+        let internal = if info.group.is_empty() {
+            "core"
+        } else {
+            info.group.split('.').next().unwrap_or_default()
+        };
+        format!(
+            "converting ({version}.{kind}) to ({internal}.{}): unknown conversion",
+            info.kind
+        )
+    } else {
+        format!(
+            "no kind {kind:?} is registered for version {gv:?} in scheme \"pkg/runtime/scheme.go:100\""
+        )
+    };
+    Err(Status::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {}: {reason}",
+        info.kind
+    ))
+    .into())
+}
+
 async fn create(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
-    let dry_run = ctx.dry_run()?;
+    let dry_run = ctx.dry_run("CreateOptions")?;
     let validation = patching::field_validation(ctx, "CreateOptions")?;
     let hub = read_body(ctx, req, validation).await?;
     let created = ctx.store.create(&ctx.ri.namespace, hub, dry_run).await?;
@@ -680,7 +775,7 @@ async fn create(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
 }
 
 async fn update(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
-    let dry_run = ctx.dry_run()?;
+    let dry_run = ctx.dry_run("UpdateOptions")?;
     let validation = patching::field_validation(ctx, "UpdateOptions")?;
     let hub = read_body(ctx, req, validation).await?;
     let (obj, created) = ctx
@@ -725,7 +820,6 @@ async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
 /// The preconditions and dry-run flag of a delete's `DeleteOptions` body
 /// (and `dryRun` query parameter).
 async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions, bool)> {
-    let mut dry_run = ctx.dry_run()?;
     let bytes = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
         .await
         .map_err(|_| {
@@ -734,42 +828,75 @@ async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions
             ))
         })?;
     let mut pre = Preconditions::default();
-    if !bytes.iter().all(u8::is_ascii_whitespace) {
-        let opts: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Status::bad_request(format!("DeleteOptions could not be decoded: {e}")))?;
-        if let Some(p) = opts.get("preconditions") {
-            pre.uid = p.get("uid").and_then(Value::as_str).map(str::to_string);
-            pre.resource_version = p
-                .get("resourceVersion")
+    // As kube-apiserver: a body carries the options; without one they come
+    // from the query parameters.
+    let (dry_run, policy): (Vec<String>, Option<String>) =
+        if !bytes.iter().all(u8::is_ascii_whitespace) {
+            // kube-apiserver's decoder texts, without a summary of the body.
+            let undecodable = |e: String| {
+                Status::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+            };
+            let opts: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| undecodable(crate::go_errors::json_error(&e, &bytes)))?;
+            if let Some(e) = crate::go_errors::not_an_object(&opts) {
+                return Err(undecodable(e).into());
+            }
+            if let Some(p) = opts.get("preconditions") {
+                pre.uid = p.get("uid").and_then(Value::as_str).map(str::to_string);
+                pre.resource_version = p
+                    .get("resourceVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            let dry_run = opts
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .map(|values| {
+                    values
+                        .iter()
+                        .map(|v| v.as_str().unwrap_or_default().to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let policy = opts
+                .get("propagationPolicy")
                 .and_then(Value::as_str)
                 .map(str::to_string);
-        }
-        if let Some(dr) = opts.get("dryRun").and_then(Value::as_array) {
-            for v in dr {
-                match v.as_str() {
-                    Some("All") => dry_run = true,
-                    other => {
-                        return Err(options_invalid(
-                            "dryRun",
-                            format!(
-                                "Unsupported value: {:?}: supported values: \"All\"",
-                                other.unwrap_or_default()
-                            ),
-                        ));
-                    }
-                }
+            (dry_run, policy)
+        } else {
+            if let Some(v) = ctx.query.get("gracePeriodSeconds") {
+                crate::go_errors::parse_int64(v).map_err(Status::bad_request)?;
             }
-        }
-        if let Some(policy) = opts.get("propagationPolicy").and_then(Value::as_str)
-            && !matches!(policy, "Orphan" | "Background" | "Foreground")
-        {
-            return Err(options_invalid(
-                "propagationPolicy",
-                format!(
-                    "Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
-                ),
-            ));
-        }
+            let dry_run = ctx
+                .query
+                .get("dryRun")
+                .filter(|v| !v.is_empty())
+                .map(|v| vec![v.to_string()])
+                .unwrap_or_default();
+            (
+                dry_run,
+                ctx.query.get("propagationPolicy").map(str::to_string),
+            )
+        };
+    let mut errs = ErrorList::default();
+    if let Some(policy) = &policy
+        && !matches!(policy.as_str(), "Orphan" | "Background" | "Foreground")
+    {
+        errs.push(FieldError::not_supported(
+            "propagationPolicy",
+            policy.as_str(),
+            &["Foreground", "Background", "Orphan", "nil"],
+        ));
     }
-    Ok((pre, dry_run))
+    if dry_run.iter().any(|v| v != "All") {
+        errs.push(FieldError::not_supported(
+            "dryRun",
+            json!(dry_run),
+            &["All"],
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(Status::invalid("meta.k8s.io", "DeleteOptions", "", errs.to_causes()).into());
+    }
+    Ok((pre, !dry_run.is_empty()))
 }

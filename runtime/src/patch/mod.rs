@@ -79,8 +79,8 @@ pub enum PatchError {
 
 /// Applies a JSON (RFC 6902) patch to `doc`.
 pub fn apply_json_patch(doc: &Value, patch: &[u8]) -> Result<Value, PatchError> {
-    let ops: Value =
-        serde_json::from_slice(patch).map_err(|e| PatchError::BadRequest(e.to_string()))?;
+    let ops: Value = serde_json::from_slice(patch)
+        .map_err(|e| PatchError::BadRequest(crate::go_errors::json_error(&e, patch)))?;
     let Value::Array(list) = &ops else {
         return Err(PatchError::BadRequest(format!(
             "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
@@ -124,8 +124,8 @@ pub fn apply_strategic_patch(
     patch: &[u8],
     node: &Node<'_>,
 ) -> Result<Value, PatchError> {
-    let patch: Value =
-        serde_json::from_slice(patch).map_err(|e| PatchError::BadRequest(e.to_string()))?;
+    let patch: Value = serde_json::from_slice(patch)
+        .map_err(|e| PatchError::BadRequest(crate::go_errors::json_error(&e, patch)))?;
     strategic::apply(doc.clone(), patch, node)
 }
 

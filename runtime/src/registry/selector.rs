@@ -142,82 +142,68 @@ fn validate_value(v: &str) -> Result<(), String> {
     }
 }
 
+impl Tok {
+    /// The token's text, as the parser's error messages quote it (`''` at
+    /// the end of the input).
+    fn lit(&self) -> &str {
+        match self {
+            Tok::Ident(s) => s,
+            Tok::Comma => ",",
+            Tok::Open => "(",
+            Tok::Close => ")",
+            Tok::Not => "!",
+            Tok::Eq => "=",
+            Tok::DoubleEq => "==",
+            Tok::NotEq => "!=",
+            Tok::Gt => ">",
+            Tok::Lt => "<",
+            Tok::In => "in",
+            Tok::NotIn => "notin",
+            Tok::End => "",
+        }
+    }
+}
+
 impl LabelSelector {
-    /// Parses a selector such as `app=web,tier in (a,b),!canary`.
+    /// Parses a selector such as `app=web,tier in (a,b),!canary`, with
+    /// the error texts of `k8s.io/apimachinery/pkg/labels`.
     pub fn parse(input: &str) -> Result<Self, String> {
         let mut lx = Lexer {
             s: input.as_bytes(),
             pos: 0,
         };
         let mut reqs = Vec::new();
-        if lx.peek() == Tok::End {
-            return Ok(LabelSelector(reqs));
-        }
         loop {
-            let req = match lx.next() {
-                Tok::Not => match lx.next() {
-                    Tok::Ident(k) => {
-                        validate_key(&k)?;
-                        Requirement::DoesNotExist(k)
-                    }
-                    t => {
-                        return Err(format!(
-                            "unable to parse requirement: found '{t:?}', expected: identifier"
-                        ));
-                    }
-                },
-                Tok::Ident(key) => {
-                    validate_key(&key)?;
-                    match lx.peek() {
-                        Tok::Comma | Tok::End => Requirement::Exists(key),
-                        _ => match lx.next() {
-                            Tok::Eq | Tok::DoubleEq => {
-                                let v = value(&mut lx)?;
-                                Requirement::Equals(key, v)
-                            }
-                            Tok::NotEq => {
-                                let v = value(&mut lx)?;
-                                Requirement::NotEquals(key, v)
-                            }
-                            Tok::Gt | Tok::Lt => {
-                                let gt = input.as_bytes()[lx.pos - 1] == b'>';
-                                let v = value(&mut lx)?;
-                                let n: i64 = v.parse().map_err(|_| {
-                                    "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer".to_string()
-                                })?;
-                                if gt {
-                                    Requirement::GreaterThan(key, n)
-                                } else {
-                                    Requirement::LessThan(key, n)
-                                }
-                            }
-                            t @ (Tok::In | Tok::NotIn) => {
-                                let values = set(&mut lx)?;
-                                if t == Tok::In {
-                                    Requirement::In(key, values)
-                                } else {
-                                    Requirement::NotIn(key, values)
-                                }
-                            }
-                            t => {
-                                return Err(format!(
-                                    "unable to parse requirement: found '{t:?}', expected: in, notin, =, ==, !=, gt, lt"
-                                ));
-                            }
-                        },
-                    }
-                }
+            match lx.peek() {
+                Tok::End => break,
+                Tok::Ident(_) | Tok::Not => {}
                 t => {
                     return Err(format!(
-                        "unable to parse requirement: found '{t:?}', expected: !, identifier"
+                        "found '{}', expected: !, identifier, or 'end of string'",
+                        t.lit()
                     ));
                 }
-            };
+            }
+            let req =
+                requirement(&mut lx).map_err(|e| format!("unable to parse requirement: {e}"))?;
             reqs.push(req);
             match lx.next() {
                 Tok::End => break,
-                Tok::Comma => continue,
-                t => return Err(format!("found '{t:?}', expected: ',' or 'end of string'")),
+                Tok::Comma => match lx.peek() {
+                    Tok::Ident(_) | Tok::Not => continue,
+                    t => {
+                        return Err(format!(
+                            "found '{}', expected: identifier after ','",
+                            t.lit()
+                        ));
+                    }
+                },
+                t => {
+                    return Err(format!(
+                        "found '{}', expected: ',' or 'end of string'",
+                        t.lit()
+                    ));
+                }
             }
         }
         Ok(LabelSelector(reqs))
@@ -249,6 +235,56 @@ impl LabelSelector {
     }
 }
 
+/// One requirement (upstream `parseRequirement`); errors without the
+/// `unable to parse requirement: ` prefix.
+fn requirement(lx: &mut Lexer<'_>) -> Result<Requirement, String> {
+    let negated = lx.peek() == Tok::Not;
+    if negated {
+        lx.next();
+    }
+    let key = match lx.next() {
+        Tok::Ident(k) => k,
+        t => return Err(format!("found '{}', expected: identifier", t.lit())),
+    };
+    validate_key(&key)?;
+    if negated {
+        return Ok(Requirement::DoesNotExist(key));
+    }
+    if matches!(lx.peek(), Tok::Comma | Tok::End) {
+        return Ok(Requirement::Exists(key));
+    }
+    Ok(match lx.next() {
+        Tok::Eq | Tok::DoubleEq => Requirement::Equals(key, value(lx)?),
+        Tok::NotEq => Requirement::NotEquals(key, value(lx)?),
+        t @ (Tok::Gt | Tok::Lt) => {
+            let v = value(lx)?;
+            let n: i64 = v.parse().map_err(|_| {
+                "for 'Gt', 'Lt' operators, the value must be an integer".to_string()
+            })?;
+            if t == Tok::Gt {
+                Requirement::GreaterThan(key, n)
+            } else {
+                Requirement::LessThan(key, n)
+            }
+        }
+        t @ (Tok::In | Tok::NotIn) => {
+            let values = set(lx)?;
+            if t == Tok::In {
+                Requirement::In(key, values)
+            } else {
+                Requirement::NotIn(key, values)
+            }
+        }
+        t => {
+            return Err(format!(
+                "found '{}', expected: in, notin, =, ==, !=, gt, lt",
+                t.lit()
+            ));
+        }
+    })
+}
+
+/// The value after `=`, `==`, `!=` (upstream `parseExactValue`).
 fn value(lx: &mut Lexer<'_>) -> Result<String, String> {
     match lx.peek() {
         Tok::Comma | Tok::End => Ok(String::new()),
@@ -259,41 +295,67 @@ fn value(lx: &mut Lexer<'_>) -> Result<String, String> {
             }
             Tok::In => Ok("in".into()),
             Tok::NotIn => Ok("notin".into()),
-            t => Err(format!(
-                "unable to parse requirement: found '{t:?}', expected: identifier"
-            )),
+            t => Err(format!("found '{}', expected: identifier", t.lit())),
         },
     }
 }
 
+/// The `(a,b)` of `in`/`notin` (upstream `parseValues` and
+/// `parseIdentifiersList`); empty entries stand for the empty value.
 fn set(lx: &mut Lexer<'_>) -> Result<Vec<String>, String> {
-    if lx.next() != Tok::Open {
-        return Err("unable to parse requirement: found '', expected: '('".into());
+    let open = lx.next();
+    if open != Tok::Open {
+        return Err(format!("found '{}' expected: '('", open.lit()));
     }
-    let mut out = Vec::new();
+    let mut out: Vec<String> = Vec::new();
+    let push = |out: &mut Vec<String>, v: String| {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    };
+    match lx.peek() {
+        Tok::Close => {
+            lx.next();
+            return Ok(vec![String::new()]);
+        }
+        Tok::Ident(_) | Tok::Comma | Tok::In | Tok::NotIn => {}
+        t => {
+            return Err(format!(
+                "found '{}', expected: ',', ')' or identifier",
+                t.lit()
+            ));
+        }
+    }
     loop {
         match lx.next() {
-            Tok::Ident(v) => {
+            t @ (Tok::Ident(_) | Tok::In | Tok::NotIn) => {
+                let v = t.lit().to_string();
                 validate_value(&v)?;
-                out.push(v);
+                push(&mut out, v);
+                match lx.peek() {
+                    Tok::Comma => continue,
+                    Tok::Close => {
+                        lx.next();
+                        return Ok(out);
+                    }
+                    t => return Err(format!("found '{}', expected: ',' or ')'", t.lit())),
+                }
             }
-            Tok::Close if out.is_empty() => {
-                return Err("unable to parse requirement: for 'in', 'notin' operators, values set can't be empty".into());
+            Tok::Comma => {
+                if out.is_empty() {
+                    push(&mut out, String::new());
+                }
+                match lx.peek() {
+                    Tok::Close => {
+                        lx.next();
+                        push(&mut out, String::new());
+                        return Ok(out);
+                    }
+                    Tok::Comma => push(&mut out, String::new()),
+                    _ => {}
+                }
             }
-            t => {
-                return Err(format!(
-                    "unable to parse requirement: found '{t:?}', expected: identifier"
-                ));
-            }
-        }
-        match lx.next() {
-            Tok::Comma => continue,
-            Tok::Close => return Ok(out),
-            t => {
-                return Err(format!(
-                    "unable to parse requirement: found '{t:?}', expected: ',', ')'"
-                ));
-            }
+            t => return Err(format!("found '{}', expected: ',', or identifier", t.lit())),
         }
     }
 }
@@ -381,7 +443,7 @@ fn find_unescaped(s: &str, pat: &str) -> Option<usize> {
             i += 2;
             continue;
         }
-        if s[i..].starts_with(pat) {
+        if b[i..].starts_with(pat.as_bytes()) {
             return Some(i);
         }
         i += 1;
@@ -427,7 +489,12 @@ mod tests {
             ("x", ""),
             ("canary", "1")
         ])));
-        assert!(LabelSelector::parse("a in ()").is_err());
+        // As upstream, `()` is the set of the empty value.
+        assert!(
+            LabelSelector::parse("a in ()")
+                .unwrap()
+                .matches(&labels(&[("a", "")]))
+        );
         assert!(LabelSelector::parse("a=b=c").is_err());
         assert!(LabelSelector::parse("=b").is_err());
         assert!(
@@ -441,6 +508,41 @@ mod tests {
                 .matches(&labels(&[("n", "4")]))
         );
         assert!(LabelSelector::parse("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn label_selector_errors_quote_upstream() {
+        let err = |s: &str| LabelSelector::parse(s).unwrap_err();
+        assert_eq!(
+            err("a in ("),
+            "unable to parse requirement: found '', expected: ',', ')' or identifier"
+        );
+        assert_eq!(
+            err("!=x"),
+            "found '!=', expected: !, identifier, or 'end of string'"
+        );
+        assert_eq!(err("a,"), "found '', expected: identifier after ','");
+        assert_eq!(err("a=b=c"), "found '=', expected: ',' or 'end of string'");
+        assert_eq!(
+            err("a in x"),
+            "unable to parse requirement: found 'x' expected: '('"
+        );
+        assert_eq!(
+            err("a in (b c)"),
+            "unable to parse requirement: found 'c', expected: ',' or ')'"
+        );
+        assert_eq!(
+            err("!"),
+            "unable to parse requirement: found '', expected: identifier"
+        );
+    }
+
+    #[test]
+    fn field_selector_with_multibyte_text_does_not_panic() {
+        let allowed = ["metadata.name", "metadata.namespace"];
+        let s = FieldSelector::parse("metadata.name=é\\ü,metadata.namespace!=ö", &allowed).unwrap();
+        assert_eq!(s.exact("metadata.name"), Some("éü"));
+        assert!(FieldSelector::parse("é", &allowed).is_err());
     }
 
     #[test]

@@ -166,7 +166,11 @@ pub(super) fn patch_options(ctx: &Ctx<'_>) -> ApiResult<(bool, FieldValidation)>
         None | Some("") => false,
         Some("All") => true,
         Some(other) => {
-            errs.push(FieldError::not_supported("dryRun", other, &["All"]));
+            errs.push(FieldError::not_supported(
+                "dryRun",
+                json!([other]),
+                &["All"],
+            ));
             false
         }
     };
@@ -283,6 +287,12 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
             PatchType::Strategic => String::from_utf8_lossy(&body).into_owned(),
             _ => serde_json::to_string(&patched).unwrap_or_default(),
         };
+        if let Some(e) = crate::go_errors::not_an_object(&patched) {
+            return Err(invalid_patch(
+                shown(),
+                format!("couldn't get version/kind; json parse error: {e}"),
+            ));
+        }
         if let Some(api_version) = patched.get("apiVersion").and_then(Value::as_str)
             && api_version != info.api_version()
         {

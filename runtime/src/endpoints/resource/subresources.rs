@@ -197,7 +197,7 @@ async fn read_scale(req: Request, validation: FieldValidation) -> ApiResult<Scal
 }
 
 async fn update_scale(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
-    let dry_run = ctx.dry_run()?;
+    let dry_run = ctx.dry_run("UpdateOptions")?;
     let validation = patching::field_validation(ctx, "UpdateOptions")?;
     let scale = read_scale(req, validation).await?;
     let updated = write_scale(ctx, &scale, dry_run).await?;
