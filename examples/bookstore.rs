@@ -145,6 +145,8 @@ fn main() -> anyhow::Result<()> {
         watch_cache: Some(Default::default()),
         admission: Default::default(),
         filters: Default::default(),
+        authentication: Default::default(),
+        authorization: Default::default(),
     };
     let version = VersionInfo {
         major: "1".into(),

@@ -111,6 +111,67 @@ pub(crate) struct ServeOptions {
     /// Watch cache size settings for some resources, a list of `resource[.group]#size` (e.g. `flunders.wardle.example.com#1000`); size 0 turns the watch cache off for that resource.
     #[arg(long, value_delimiter = ',', help_heading = "Storage")]
     watch_cache_sizes: Vec<String>,
+    /// If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate (groups: its Organizations).
+    #[arg(long, help_heading = "Authentication")]
+    client_ca_file: Option<PathBuf>,
+    /// If set, the file that will be used to secure the secure port of the API server via token authentication (CSV: token,user,uid,"group1,group2").
+    #[arg(long, help_heading = "Authentication")]
+    token_auth_file: Option<PathBuf>,
+    /// Enable to allow secrets of type 'bootstrap.kubernetes.io/token' in the 'kube-system' namespace to be used for TLS bootstrapping authentication.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Authentication")]
+    enable_bootstrap_token_auth: bool,
+    /// Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers.
+    #[arg(long, help_heading = "Authentication")]
+    requestheader_client_ca_file: Option<PathBuf>,
+    /// List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.
+    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
+    requestheader_allowed_names: Vec<String>,
+    /// List of request headers to inspect for usernames.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "X-Remote-User",
+        help_heading = "Authentication"
+    )]
+    requestheader_username_headers: Vec<String>,
+    /// List of request headers to inspect for UIDs.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "X-Remote-Uid",
+        help_heading = "Authentication"
+    )]
+    requestheader_uid_headers: Vec<String>,
+    /// List of request headers to inspect for groups.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "X-Remote-Group",
+        help_heading = "Authentication"
+    )]
+    requestheader_group_headers: Vec<String>,
+    /// List of request header prefixes to inspect.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "X-Remote-Extra-",
+        help_heading = "Authentication"
+    )]
+    requestheader_extra_headers_prefix: Vec<String>,
+    /// Enables anonymous requests to the secure port of the API server. Requests that are not rejected by another authentication method are treated as anonymous requests (user system:anonymous, group system:unauthenticated). Turned off with AlwaysAllow authorization.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
+    anonymous_auth: bool,
+    /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of: AlwaysAllow,AlwaysDeny,ABAC,RBAC.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "RBAC",
+        help_heading = "Authorization"
+    )]
+    authorization_mode: Vec<String>,
+    /// File with authorization policy in JSON lines format, used with --authorization-mode=ABAC, on the secure port.
+    #[arg(long, help_heading = "Authorization")]
+    authorization_policy_file: Option<PathBuf>,
     /// Log verbosity (0 = info, 2+ = debug, 5+ = trace); RUST_LOG overrides it.
     #[arg(short = 'v', long = "v", default_value_t = 0, help_heading = "Logs")]
     verbosity: u8,
@@ -240,6 +301,39 @@ impl ServeOptions {
                 self.etcd_prefix
             ));
         }
+        let mut modes: Vec<apiforge_runtime::authz::Mode> = Vec::new();
+        for name in self
+            .authorization_mode
+            .iter()
+            .map(|m| m.trim())
+            .filter(|m| !m.is_empty())
+        {
+            match name.parse() {
+                Ok(mode) if modes.contains(&mode) => errors.push(format!(
+                    "authorization-mode {name:?} has mode specified more than once"
+                )),
+                Ok(mode) => modes.push(mode),
+                Err(e) => errors.push(e),
+            }
+        }
+        if modes.is_empty() {
+            errors.push("at least one authorization-mode must be passed".to_string());
+        }
+        let abac = modes.contains(&apiforge_runtime::authz::Mode::Abac);
+        if abac && self.authorization_policy_file.is_none() {
+            errors
+                .push("authorization-mode ABAC's authorization policy file not passed".to_string());
+        }
+        if !abac && self.authorization_policy_file.is_some() {
+            errors.push("cannot specify --authorization-policy-file without mode ABAC".to_string());
+        }
+        let mut anonymous = self.anonymous_auth;
+        if anonymous && modes.contains(&apiforge_runtime::authz::Mode::AlwaysAllow) {
+            tracing::warn!(
+                "AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer"
+            );
+            anonymous = false;
+        }
         if !errors.is_empty() {
             bail!("invalid options:\n  {}", errors.join("\n  "));
         }
@@ -270,6 +364,28 @@ impl ServeOptions {
                         ..Default::default()
                     }),
                 admission: Default::default(),
+                authentication: apiforge_runtime::authn::Options {
+                    client_ca_file: self.client_ca_file,
+                    token_auth_file: self.token_auth_file,
+                    anonymous,
+                    bootstrap_tokens: self.enable_bootstrap_token_auth,
+                    request_header: apiforge_runtime::authn::request_header::Options {
+                        client_ca_file: self.requestheader_client_ca_file,
+                        allowed_names: self
+                            .requestheader_allowed_names
+                            .into_iter()
+                            .filter(|n| !n.trim().is_empty())
+                            .collect(),
+                        username_headers: self.requestheader_username_headers,
+                        uid_headers: self.requestheader_uid_headers,
+                        group_headers: self.requestheader_group_headers,
+                        extra_headers_prefix: self.requestheader_extra_headers_prefix,
+                    },
+                },
+                authorization: apiforge_runtime::authz::Options {
+                    modes,
+                    policy_file: self.authorization_policy_file,
+                },
                 filters: apiforge_runtime::filters::ChainConfig {
                     request_timeout: self.request_timeout.duration,
                     min_request_timeout: Duration::from_secs(

@@ -20,8 +20,9 @@ fn config_map(name: &str) -> Vec<u8> {
 /// the body, holding a mutating in-flight slot until the request times out.
 async fn stalled_post(
     server: &common::Server,
+    token: &str,
 ) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    let auth = format!("Bearer {}", raw::token(server));
+    let auth = format!("Bearer {token}");
     let mut stream = raw::connect(server).await;
     raw::send(
         &mut stream,
@@ -40,6 +41,21 @@ async fn stalled_post(
 
 #[tokio::test]
 async fn limits_and_timeouts() {
+    // system:masters (the admin) is never limited: the limited requests are
+    // made by a user of the token file, allowed by an ABAC policy.
+    let files = tempfile::tempdir().expect("tmp");
+    let tokens = files.path().join("tokens.csv");
+    std::fs::write(&tokens, "limited-token,limited,1\n").expect("tokens");
+    let policy = files.path().join("policy.jsonl");
+    std::fs::write(
+        &policy,
+        concat!(
+            r#"{"apiVersion":"abac.authorization.kubernetes.io/v1beta1","kind":"Policy","spec":{"user":"limited","namespace":"*","resource":"*","apiGroup":"*"}}"#,
+            "\n",
+            r#"{"apiVersion":"abac.authorization.kubernetes.io/v1beta1","kind":"Policy","spec":{"group":"system:unauthenticated","nonResourcePath":"*","readonly":true}}"#,
+        ),
+    )
+    .expect("policy");
     let server = common::Server::start_with(&[
         "--request-timeout",
         "4s",
@@ -49,16 +65,22 @@ async fn limits_and_timeouts() {
         "1",
         "--min-request-timeout",
         "1",
+        "--token-auth-file",
+        tokens.to_str().expect("path"),
+        "--authorization-mode=ABAC",
+        "--authorization-policy-file",
+        policy.to_str().expect("path"),
     ])
     .await;
 
     // A request holding the only mutating slot.
     let started = Instant::now();
-    let mut stalled = stalled_post(&server).await;
+    let mut stalled = stalled_post(&server, "limited-token").await;
     let mut rejected = None;
     while started.elapsed() < Duration::from_secs(3) {
-        let resp = raw::request(
+        let resp = raw::request_as(
             &server,
+            "limited-token",
             "POST",
             CONFIGMAPS,
             &[("Content-Type", "application/json")],
@@ -261,8 +283,9 @@ async fn cors_and_hsts() {
     assert_eq!(resp.header("access-control-allow-origin"), None);
 
     // HSTS on every response, errors included.
+    // (anonymous requests are authenticated as system:anonymous, whom RBAC forbids this)
     let resp = raw::anonymous(&server, "GET", "/api/v1/namespaces").await;
-    assert_eq!(resp.status, 401);
+    assert_eq!(resp.status, 403);
     assert_eq!(
         resp.header("strict-transport-security"),
         Some("max-age=31536000; includeSubDomains")

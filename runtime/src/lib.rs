@@ -23,6 +23,9 @@
 //! With the `server` feature (default):
 //! - [`admission`]: the admission chain (mutating then validating plugins)
 //!   and the built-in `NamespaceLifecycle` plugin.
+//! - [`authn`]: who makes a request — client certificates, tokens,
+//!   anonymous — and impersonation; [`authz`]: what they may do —
+//!   AlwaysAllow, AlwaysDeny, ABAC, RBAC — and the request guard.
 //! - [`controllers`]: the server's own control loops (namespace deletion).
 //! - [`storage`]: the etcd-shaped [`storage::Storage`] trait and its backends.
 //! - [`patch`]: JSON, merge and strategic merge patches, and the strict
@@ -60,6 +63,10 @@ pub mod validation;
 
 #[cfg(feature = "server")]
 pub mod admission;
+#[cfg(feature = "server")]
+pub mod authn;
+#[cfg(feature = "server")]
+pub mod authz;
 #[cfg(feature = "server")]
 pub mod controllers;
 #[cfg(feature = "server")]

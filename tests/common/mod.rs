@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod auth;
 pub mod kubectl;
 pub mod raw;
 

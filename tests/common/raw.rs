@@ -113,7 +113,19 @@ pub async fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> RawResponse {
-    let auth = format!("Bearer {}", token(server));
+    request_as(server, &token(server), method, path, headers, body).await
+}
+
+/// Sends one request with bearer `token`, the given headers and body.
+pub async fn request_as(
+    server: &Server,
+    token: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> RawResponse {
+    let auth = format!("Bearer {token}");
     let len = body.len().to_string();
     let mut all: Vec<(&str, &str)> = vec![("Authorization", &auth)];
     if !body.is_empty() {

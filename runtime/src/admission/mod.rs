@@ -61,8 +61,7 @@ impl fmt::Display for Operation {
     }
 }
 
-/// Who makes the request. A placeholder until authentication produces real
-/// users: today every authenticated request is the admin.
+/// Who makes the request (the effective user after impersonation).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserInfo {
     /// The user name.
@@ -344,6 +343,13 @@ impl Plugins {
     /// True when no plugin is enabled.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Appends a plugin (the server's own, such as RBAC's escalation
+    /// check).
+    pub fn with(mut self, plugin: Arc<dyn Plugin>) -> Self {
+        self.0.push(plugin);
+        self
     }
 }
 

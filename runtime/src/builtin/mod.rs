@@ -1,11 +1,14 @@
 //! The runtime's own API groups, declared with the same macros as user
-//! groups: today core `v1` Namespace.
+//! groups: core `v1` (Namespace, ConfigMap, Secret) and
+//! `rbac.authorization.k8s.io/v1`.
 
 pub mod core_v1;
+pub mod rbac_v1;
 
 use crate::scheme::Scheme;
 
 /// Installs every built-in group.
 pub fn install(scheme: &mut Scheme) {
     core_v1::install(scheme);
+    rbac_v1::install(scheme);
 }

@@ -60,6 +60,8 @@ pub struct ApiServer {
     scheme: Scheme,
     stores: HashMap<(String, String, String), (Store, &'static KindInfo)>,
     docs: Documents,
+    authenticator: crate::authn::Authenticator,
+    authorizer: crate::authz::Authorizer,
     version: VersionInfo,
     health: Arc<crate::server::healthz::Health>,
     min_request_timeout: Duration,
@@ -76,6 +78,10 @@ pub struct ApiServerParts {
     pub storage_prefix: String,
     /// The generated documents.
     pub docs: Documents,
+    /// Who requests are from (includes the admin bearer token).
+    pub authenticator: crate::authn::Authenticator,
+    /// What they may do.
+    pub authorizer: crate::authz::Authorizer,
     /// What `/version` reports.
     pub version: VersionInfo,
     /// Watch cache settings; `None` serves reads from storage.
@@ -100,6 +106,8 @@ impl ApiServer {
             storage,
             storage_prefix,
             docs,
+            mut authenticator,
+            authorizer,
             version,
             watch_cache,
             admission,
@@ -128,11 +136,25 @@ impl ApiServer {
                 }
             }
         }
+        let admission = match authorizer.rbac() {
+            Some(rbac) => admission.with(Arc::new(crate::authz::escalation::EscalationCheck::new(
+                authorizer.clone(),
+                rbac.clone(),
+            ))),
+            None => admission,
+        };
         let stores = crate::registry::attach_admission(stores, admission);
+        if let Some((secrets, _)) =
+            stores.get(&(String::new(), "v1".to_string(), "secrets".to_string()))
+        {
+            authenticator.set_secrets(secrets.clone());
+        }
         ApiServer {
             scheme,
             stores,
             docs,
+            authenticator,
+            authorizer,
             version,
             health,
             min_request_timeout,
@@ -167,6 +189,16 @@ impl ApiServer {
     /// per kind and served version).
     pub fn stores(&self) -> impl Iterator<Item = (&Store, &'static KindInfo)> {
         self.stores.values().map(|(store, info)| (store, *info))
+    }
+
+    /// The authenticator.
+    pub fn authenticator(&self) -> &crate::authn::Authenticator {
+        &self.authenticator
+    }
+
+    /// The authorizer (its RBAC part is fed from the stored objects).
+    pub fn authorizer(&self) -> &crate::authz::Authorizer {
+        &self.authorizer
     }
 
     /// The scheme served.
@@ -280,7 +312,15 @@ async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Respons
         None => crate::filters::request_info::from_request(&req),
     };
     if info.is_resource_request {
-        return resource::handle(server, info, params, req).await;
+        let user = req
+            .extensions()
+            .get::<crate::authn::UserInfo>()
+            .cloned()
+            .unwrap_or_default();
+        if crate::authz::reviews::is_review(&info) {
+            return crate::authz::reviews::handle(&server.authorizer, &user, &info, req).await;
+        }
+        return crate::authn::with_user(user, resource::handle(server, info, params, req)).await;
     }
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
         return error_response(&Status::path_not_found().into());

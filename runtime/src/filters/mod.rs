@@ -18,17 +18,16 @@
 //! 8. [`cors`] and [`hsts`]: CORS (with `--cors-allowed-origins`) and
 //!    `Strict-Transport-Security` (with
 //!    `--strict-transport-security-directives`);
-//! 9. **authentication slot** ([`authentication`]: today the admin bearer
-//!    token), then the **audit slot** and the **impersonation slot**;
+//! 9. authentication ([`crate::authn::filter`]), then the **audit slot** and
+//!    impersonation ([`crate::authn::impersonation::filter`]);
 //! 10. [`max_in_flight`]: `--max-requests-inflight` /
 //!     `--max-mutating-requests-inflight`;
-//! 11. **authorization slot**;
+//! 11. authorization ([`crate::authz::filter`]);
 //! 12. the director (`endpoints`).
 //!
 //! The slots are marked in [`build`]: each is one `.layer(...)` line.
 
 pub mod audit_id;
-pub mod authentication;
 pub mod cors;
 pub mod hsts;
 pub mod in_flight;
@@ -109,7 +108,8 @@ pub fn is_long_running(info: &RequestInfo) -> bool {
 pub fn build(
     director: axum::Router,
     config: &ChainConfig,
-    admin_token: String,
+    authenticator: Arc<crate::authn::Authenticator>,
+    authorizer: Arc<crate::authz::Authorizer>,
 ) -> (axum::Router, ChainHandles) {
     let in_flight = Arc::new(in_flight::InFlight::default());
     let handles = ChainHandles {
@@ -122,15 +122,14 @@ pub fn build(
     // `Router::layer` wraps what is already there: the layers are added
     // innermost first.
     let router = director
-        // -- authorization slot (auth worker): `.layer(from_fn_with_state(authorizer, authz::filter))`
+        .layer(from_fn_with_state(authorizer.clone(), crate::authz::filter))
         .layer(from_fn_with_state(limits, max_in_flight::filter))
-        // -- impersonation slot (auth worker)
-        // -- audit slot (auth worker)
-        // -- authentication slot: the admin bearer token until `authn` lands.
         .layer(from_fn_with_state(
-            Arc::new(authentication::AdminToken::new(admin_token)),
-            authentication::filter,
+            authorizer,
+            crate::authn::impersonation::filter,
         ))
+        // -- audit slot
+        .layer(from_fn_with_state(authenticator, crate::authn::filter))
         .layer(from_fn_with_state(
             Arc::new(cors::Cors::new(config.cors_allowed_origins.clone())),
             cors::filter,

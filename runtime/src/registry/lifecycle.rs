@@ -95,7 +95,9 @@ impl Store {
             object,
             old_object,
             dry_run,
-            user: admission::UserInfo::default(),
+            user: crate::authn::current_user()
+                .map(Into::into)
+                .unwrap_or_default(),
         }
     }
 

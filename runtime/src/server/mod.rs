@@ -38,6 +38,9 @@ pub enum Error {
     /// Start-up objects (system namespaces) could not be created.
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),
+    /// Authentication or authorization configuration could not be loaded.
+    #[error("{0}")]
+    Auth(String),
     /// The listener could not be bound.
     #[error("failed to listen on {0}: {1}")]
     Bind(SocketAddr, #[source] std::io::Error),
@@ -72,6 +75,10 @@ pub struct Config {
     pub admission: crate::admission::Plugins,
     /// Timeouts, in-flight limits, CORS and HSTS of the filter chain.
     pub filters: crate::filters::ChainConfig,
+    /// Authentication settings.
+    pub authentication: crate::authn::Options,
+    /// Authorization settings.
+    pub authorization: crate::authz::Options,
 }
 
 impl Config {
@@ -125,8 +132,12 @@ pub async fn run(
             (paths.cert, paths.key, paths.ca)
         }
     };
-    let tls_config = tls::server_config(&cert, &key)?;
+    let tls_config = tls::server_config(&cert, &key, &config.authentication.client_ca_files())?;
     let token = kubeconfig::ensure_admin_token(&config.data_dir.join("admin.token"))?;
+    let authenticator = crate::authn::Authenticator::new(&config.authentication, token.clone())
+        .map_err(|e| Error::Auth(e.to_string()))?;
+    let authorizer = crate::authz::Authorizer::new(&config.authorization)
+        .map_err(|e| Error::Auth(e.to_string()))?;
 
     let addr = SocketAddr::new(config.bind_address, config.secure_port);
     let listener = TcpListener::bind(addr)
@@ -156,12 +167,21 @@ pub async fn run(
     if storage_check == "etcd" {
         health.add_storage("etcd-readiness", true, storage.clone());
     }
+    let rbac_stop_rx = controllers_stop_rx.clone();
     let post_start = lifecycle::PostStartHooks::register(
         vec![
             lifecycle::Hook::new(
                 "bootstrap-system-namespaces",
                 |ctx: lifecycle::HookContext| async move {
                     ctx.server.bootstrap().await.map_err(|e| e.to_string())
+                },
+            ),
+            lifecycle::Hook::new(
+                "rbac/bootstrap-roles",
+                move |ctx: lifecycle::HookContext| async move {
+                    crate::authz::rbac::start(&ctx.server, rbac_stop_rx)
+                        .await
+                        .map_err(|e| e.to_string())
                 },
             ),
             lifecycle::Hook::new(
@@ -188,6 +208,8 @@ pub async fn run(
         storage,
         storage_prefix: config.storage_prefix.clone(),
         docs,
+        authenticator,
+        authorizer,
         version,
         watch_cache: config.watch_cache.clone(),
         admission: config.admission.clone(),
@@ -195,7 +217,12 @@ pub async fn run(
         min_request_timeout: config.filters.min_request_timeout,
     };
     let server = Arc::new(ApiServer::new(parts, stop_rx.clone()));
-    let (router, chain) = crate::filters::build(server.clone().router(), &config.filters, token);
+    let (router, chain) = crate::filters::build(
+        server.clone().router(),
+        &config.filters,
+        Arc::new(server.authenticator().clone()),
+        Arc::new(server.authorizer().clone()),
+    );
     let hook_ctx = lifecycle::HookContext {
         server: server.clone(),
     };
@@ -223,7 +250,7 @@ pub async fn run(
                 };
                 let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
-                let service = TowerToHyperService::new(router.clone());
+                let router = router.clone();
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
@@ -235,6 +262,19 @@ pub async fn run(
                         }
                         Err(_) => return,
                     };
+                    // A verified client certificate authenticates every request of the connection.
+                    let cert = tls.get_ref().1.peer_certificates().filter(|c| !c.is_empty()).map(|c| {
+                        crate::authn::ClientCertificate(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()))
+                    });
+                    let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+                        router,
+                        move |mut req: http::Request<hyper::body::Incoming>| {
+                            if let Some(cert) = &cert {
+                                req.extensions_mut().insert(cert.clone());
+                            }
+                            req
+                        },
+                    ));
                     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
                     if let Err(e) = watcher.watch(conn.into_owned()).await {
                         tracing::debug!(%peer, error = %e, "connection ended with an error");

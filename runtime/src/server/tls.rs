@@ -106,7 +106,13 @@ pub fn write_file(path: &Path, contents: &[u8], mode: u32) -> Result<(), Error> 
 }
 
 /// A rustls server configuration (ring, TLS 1.2+, ALPN h2 and http/1.1).
-pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, Error> {
+/// With `client_cas`, client certificates are requested (not required) and
+/// must verify against one of those CAs.
+pub fn server_config(
+    cert: &Path,
+    key: &Path,
+    client_cas: &[&Path],
+) -> Result<Arc<ServerConfig>, Error> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| Error::Tls(format!("reading {}: {e}", cert.display())))?
         .collect::<Result<_, _>>()
@@ -120,10 +126,28 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, Error
     let key = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| Error::Tls(format!("reading {}: {e}", key.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(|e| Error::Tls(e.to_string()))?
-        .with_no_client_auth()
+        .map_err(|e| Error::Tls(e.to_string()))?;
+    let builder = if client_cas.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in client_cas {
+            for c in read_certs(ca)? {
+                roots
+                    .add(c)
+                    .map_err(|e| Error::Tls(format!("{}: {e}", ca.display())))?;
+            }
+        }
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .allow_unauthenticated()
+                .build()
+                .map_err(|e| Error::Tls(format!("client CAs: {e}")))?;
+        builder.with_client_cert_verifier(verifier)
+    };
+    let mut config = builder
         .with_single_cert(certs, key)
         .map_err(|e| Error::Tls(e.to_string()))?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -141,4 +165,39 @@ pub fn advertised_host(addr: IpAddr) -> String {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => format!("[{v6}]"),
     }
+}
+
+/// Reads the certificates of a PEM file (at least one).
+pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {
+    let read =
+        |e: rustls_pki_types::pem::Error| Error::Tls(format!("reading {}: {e}", path.display()));
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(read)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(read)?;
+    if certs.is_empty() {
+        return Err(Error::Tls(format!(
+            "{} holds no certificate",
+            path.display()
+        )));
+    }
+    Ok(certs)
+}
+
+/// A verifier of client certificates against the CAs in `path` (client
+/// authentication usage), for checking which CA signed a certificate the
+/// TLS layer accepted.
+pub fn client_verifier(
+    path: &Path,
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, Error> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in read_certs(path)? {
+        roots
+            .add(c)
+            .map_err(|e| Error::Tls(format!("{}: {e}", path.display())))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .map_err(|e| Error::Tls(format!("{}: {e}", path.display())))
 }

@@ -1,0 +1,273 @@
+//! Impersonation: `Impersonate-User`, `Impersonate-Group` (repeatable),
+//! `Impersonate-Uid` and `Impersonate-Extra-<key>` (repeatable) headers let
+//! an authenticated user act as another. Each requested attribute is
+//! authorized for the real user with the verb `impersonate` (on `users` or
+//! `serviceaccounts`, `groups`, `uids` and `userextras/<key>`); any refusal
+//! is a 403. The headers are removed once applied.
+
+use std::collections::BTreeMap;
+
+use http::HeaderMap;
+
+use super::{
+    ANONYMOUS_USER, AUTHENTICATED_GROUP, SERVICE_ACCOUNT_PREFIX, UNAUTHENTICATED_GROUP, UserInfo,
+};
+use crate::authz::{Attributes, Authorizer, Decision, forbidden};
+use crate::error::ApiError;
+use crate::meta::Status;
+
+/// `Impersonate-User`.
+pub const USER_HEADER: &str = "impersonate-user";
+/// `Impersonate-Group`.
+pub const GROUP_HEADER: &str = "impersonate-group";
+/// `Impersonate-Uid`.
+pub const UID_HEADER: &str = "impersonate-uid";
+/// Prefix of `Impersonate-Extra-<key>`.
+pub const EXTRA_HEADER_PREFIX: &str = "impersonate-extra-";
+
+/// The group of all service accounts.
+const SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
+/// The API group of the `uids` and `userextras` impersonation resources.
+const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
+
+/// Applies the impersonation headers of a request made by `requestor`:
+/// returns the user to act as (the requestor when there are none).
+pub fn impersonate(
+    authorizer: &Authorizer,
+    requestor: UserInfo,
+    headers: &mut HeaderMap,
+) -> Result<UserInfo, ApiError> {
+    let values = |name: &str| -> Vec<String> {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_string)
+            .collect()
+    };
+    let user = values(USER_HEADER).into_iter().next();
+    let groups = values(GROUP_HEADER);
+    let uid = values(UID_HEADER).into_iter().next();
+    let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let extra_headers: Vec<String> = headers
+        .keys()
+        .map(|k| k.as_str())
+        .filter(|k| k.starts_with(EXTRA_HEADER_PREFIX))
+        .map(str::to_string)
+        .collect();
+    for name in &extra_headers {
+        let key = percent_decode(&name[EXTRA_HEADER_PREFIX.len()..]).to_lowercase();
+        extra.entry(key).or_default().extend(values(name));
+    }
+    let Some(user) = user else {
+        if groups.is_empty() && uid.is_none() && extra.is_empty() {
+            return Ok(requestor);
+        }
+        let mut requested: Vec<String> = groups
+            .iter()
+            .map(|g| format!("{{Group  {g}    }}"))
+            .collect();
+        for (k, vs) in &extra {
+            for v in vs {
+                requested.push(format!(
+                    "{{UserExtra  {v}  {AUTHENTICATION_GROUP}/v1  {k}}}"
+                ));
+            }
+        }
+        if let Some(u) = &uid {
+            requested.push(format!("{{UID  {u}  {AUTHENTICATION_GROUP}/v1  }}"));
+        }
+        return Err(Status::bad_request(format!(
+            "requested [{}] without impersonating a user",
+            requested.join(" ")
+        ))
+        .into());
+    };
+
+    let check = |group: &str, resource: &str, subresource: &str, namespace: &str, name: &str| {
+        let attrs = Attributes {
+            user: requestor.clone(),
+            verb: "impersonate".into(),
+            resource_request: true,
+            namespace: namespace.into(),
+            api_group: group.into(),
+            resource: resource.into(),
+            subresource: subresource.into(),
+            name: name.into(),
+            ..Default::default()
+        };
+        match authorizer.authorize(&attrs) {
+            (Decision::Allow, _) => Ok(()),
+            (_, reason) => Err(ApiError::from(forbidden(&attrs, &reason))),
+        }
+    };
+
+    let mut effective_groups = groups.clone();
+    match user
+        .strip_prefix(SERVICE_ACCOUNT_PREFIX)
+        .and_then(|rest| rest.split_once(':'))
+    {
+        Some((ns, name)) => {
+            check("", "serviceaccounts", "", ns, name)?;
+            if groups.is_empty() {
+                effective_groups = vec![
+                    SERVICE_ACCOUNTS_GROUP.to_string(),
+                    format!("{SERVICE_ACCOUNTS_GROUP}:{ns}"),
+                ];
+            }
+        }
+        None => check("", "users", "", "", &user)?,
+    }
+    for g in &groups {
+        check("", "groups", "", "", g)?;
+    }
+    for (k, vs) in &extra {
+        for v in vs {
+            check(AUTHENTICATION_GROUP, "userextras", k, "", v)?;
+        }
+    }
+    if let Some(u) = &uid {
+        check(AUTHENTICATION_GROUP, "uids", "", "", u)?;
+    }
+
+    let marker = if user == ANONYMOUS_USER {
+        UNAUTHENTICATED_GROUP
+    } else {
+        AUTHENTICATED_GROUP
+    };
+    if !effective_groups.iter().any(|g| g == marker) {
+        effective_groups.push(marker.to_string());
+    }
+    headers.remove(USER_HEADER);
+    headers.remove(GROUP_HEADER);
+    headers.remove(UID_HEADER);
+    for name in &extra_headers {
+        headers.remove(name.as_str());
+    }
+    tracing::debug!(requestor = %requestor.name, user = %user, "impersonating");
+    Ok(UserInfo {
+        name: user,
+        uid: uid.unwrap_or_default(),
+        groups: effective_groups,
+        extra,
+    })
+}
+
+/// The impersonation filter: replaces the authenticated [`UserInfo`] in
+/// the request's extensions by the impersonated one (403 or 400 when not
+/// allowed), and marks `system:masters` requests exempt from the
+/// max-in-flight limit.
+pub async fn filter(
+    axum::extract::State(authorizer): axum::extract::State<std::sync::Arc<Authorizer>>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let requestor = req
+        .extensions()
+        .get::<UserInfo>()
+        .cloned()
+        .unwrap_or_else(UserInfo::anonymous);
+    match impersonate(&authorizer, requestor, req.headers_mut()) {
+        Ok(user) => {
+            if user.in_group(super::MASTERS_GROUP) {
+                req.extensions_mut()
+                    .insert(crate::filters::max_in_flight::LimitExempt);
+            }
+            req.extensions_mut().insert(user);
+            next.run(req).await
+        }
+        Err(e) => crate::endpoints::error_response(&e),
+    }
+}
+
+/// Decodes `%XX` escapes (invalid escapes are kept as they are).
+pub(super) fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = s.get(i + 1..i + 3)
+            && let Ok(b) = u8::from_str_radix(hex, 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authz::{Authorize, Decision};
+    use std::sync::Arc;
+
+    /// Allows alice to impersonate `bob` and group `dev` only.
+    struct OnlyBob;
+
+    impl Authorize for OnlyBob {
+        fn authorize(&self, a: &Attributes) -> (Decision, String) {
+            let ok = a.verb == "impersonate"
+                && ((a.resource == "users" && a.name == "bob")
+                    || (a.resource == "groups" && a.name == "dev")
+                    || (a.resource == "userextras" && a.subresource == "scopes"));
+            if ok {
+                (Decision::Allow, String::new())
+            } else {
+                (Decision::NoOpinion, String::new())
+            }
+        }
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            if let (Ok(k), Ok(v)) = (
+                http::HeaderName::from_bytes(k.as_bytes()),
+                http::HeaderValue::from_str(v),
+            ) {
+                h.append(k, v);
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn impersonation() {
+        let authz = Authorizer::from_parts(vec![Arc::new(OnlyBob)]);
+        let alice = UserInfo::new("alice", &[AUTHENTICATED_GROUP]);
+        let mut h = headers(&[
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Group", "dev"),
+            ("Impersonate-Extra-Scopes", "view"),
+        ]);
+        let u = impersonate(&authz, alice.clone(), &mut h).unwrap_or_default();
+        assert_eq!(u.name, "bob");
+        assert_eq!(u.groups, ["dev", AUTHENTICATED_GROUP]);
+        assert_eq!(u.extra["scopes"], ["view"]);
+        assert!(h.is_empty());
+
+        let mut h = headers(&[("Impersonate-User", "carol")]);
+        let err = impersonate(&authz, alice.clone(), &mut h).err();
+        assert_eq!(
+            err.map(|e| e.0.message.clone()).unwrap_or_default(),
+            "users \"carol\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+        );
+        let mut h = headers(&[("Impersonate-Group", "dev")]);
+        assert_eq!(
+            impersonate(&authz, alice.clone(), &mut h)
+                .map_err(|e| e.code())
+                .err(),
+            Some(400)
+        );
+        let mut h = HeaderMap::new();
+        assert_eq!(
+            impersonate(&authz, alice.clone(), &mut h).unwrap_or_default(),
+            alice
+        );
+    }
+}

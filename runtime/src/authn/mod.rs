@@ -1,0 +1,422 @@
+//! Authentication: who is making a request.
+//!
+//! A union of authenticators is tried in kube-apiserver's order — x509
+//! client certificates (`--client-ca-file`), bearer tokens (the static
+//! token file `--token-auth-file`, then the server's own admin token) —
+//! and the first that recognises the request wins. Every authenticated user
+//! gets the group `system:authenticated`. When nothing recognises the
+//! request, it is anonymous (`system:anonymous` in `system:unauthenticated`)
+//! if `--anonymous-auth` is on; a credential that was presented but is not
+//! valid (an unknown bearer token) is always a 401, never anonymous.
+//!
+//! [`impersonation`] then lets an authorized user act as another one.
+
+pub mod bootstrap_token;
+pub mod impersonation;
+pub mod request_header;
+mod token_file;
+mod x509;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use http::{HeaderMap, header};
+
+use crate::error::ApiError;
+use crate::meta::Status;
+pub use token_file::TokenFile;
+
+/// The user of unauthenticated requests.
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+/// The group of unauthenticated requests.
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
+/// The group every authenticated user belongs to.
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+/// The superuser group: always authorized.
+pub const MASTERS_GROUP: &str = "system:masters";
+/// The user name the server's own admin token authenticates as.
+pub const ADMIN_USER: &str = "apiforge-admin";
+/// Prefix of service-account user names (`system:serviceaccount:<ns>:<name>`).
+pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+
+/// An authenticated (or anonymous) user, as handlers see it in the
+/// request extensions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UserInfo {
+    /// The user name.
+    #[serde(rename = "username", default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// A unique, stable identifier, if the authenticator knows one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// The groups the user belongs to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// Additional information the authenticator provided.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// A user with a name and groups.
+    pub fn new(name: impl Into<String>, groups: &[&str]) -> Self {
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The anonymous user.
+    pub fn anonymous() -> Self {
+        UserInfo::new(ANONYMOUS_USER, &[UNAUTHENTICATED_GROUP])
+    }
+
+    /// Whether the user is in `group`.
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+
+    /// Appends `system:authenticated` unless the user already has it or is
+    /// unauthenticated.
+    fn add_authenticated_group(&mut self) {
+        if !self.in_group(AUTHENTICATED_GROUP) && !self.in_group(UNAUTHENTICATED_GROUP) {
+            self.groups.push(AUTHENTICATED_GROUP.to_string());
+        }
+    }
+}
+
+tokio::task_local! {
+    static CURRENT_USER: UserInfo;
+}
+
+/// Runs `fut` (a request's handling) as `user`: code below the handlers
+/// (admission, the registry) reads it with [`current_user`].
+pub async fn with_user<F: std::future::Future>(user: UserInfo, fut: F) -> F::Output {
+    CURRENT_USER.scope(user, fut).await
+}
+
+/// The user of the request being handled, if any.
+pub fn current_user() -> Option<UserInfo> {
+    CURRENT_USER.try_with(Clone::clone).ok()
+}
+
+impl From<UserInfo> for crate::admission::UserInfo {
+    fn from(u: UserInfo) -> Self {
+        crate::admission::UserInfo {
+            username: u.name,
+            uid: u.uid,
+            groups: u.groups,
+        }
+    }
+}
+
+/// The TLS client certificate chain (leaf first) of a connection, verified
+/// against one of the client CAs; the listener puts it into every
+/// request's extensions.
+#[derive(Clone, Debug)]
+pub struct ClientCertificate(pub Arc<Vec<rustls_pki_types::CertificateDer<'static>>>);
+
+impl ClientCertificate {
+    /// Whether `verifier` accepts the chain.
+    fn verified_by(&self, verifier: &dyn rustls::server::danger::ClientCertVerifier) -> bool {
+        let Some((leaf, intermediates)) = self.0.split_first() else {
+            return false;
+        };
+        verifier
+            .verify_client_cert(leaf, intermediates, rustls_pki_types::UnixTime::now())
+            .is_ok()
+    }
+
+    /// The leaf certificate (DER).
+    fn leaf(&self) -> &[u8] {
+        self.0.first().map(|c| c.as_ref()).unwrap_or_default()
+    }
+}
+
+type Verifier = Arc<dyn rustls::server::danger::ClientCertVerifier>;
+
+/// Authentication settings (kube-apiserver flags).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--client-ca-file`: client certificates verified against this CA
+    /// authenticate as their subject (CN = user, O = groups).
+    pub client_ca_file: Option<PathBuf>,
+    /// `--token-auth-file`: static bearer tokens (CSV).
+    pub token_auth_file: Option<PathBuf>,
+    /// `--anonymous-auth`: requests no authenticator recognises are
+    /// anonymous instead of 401.
+    pub anonymous: bool,
+    /// `--enable-bootstrap-token-auth`: bootstrap-token Secrets in
+    /// `kube-system` authenticate bearer tokens.
+    pub bootstrap_tokens: bool,
+    /// The `--requestheader-*` front-proxy settings.
+    pub request_header: request_header::Options,
+}
+
+impl Options {
+    /// The CA files client certificates may be verified against (the TLS
+    /// layer trusts all of them; authentication tells them apart).
+    pub fn client_ca_files(&self) -> Vec<&std::path::Path> {
+        self.client_ca_file
+            .iter()
+            .chain(self.request_header.client_ca_file.iter())
+            .map(PathBuf::as_path)
+            .collect()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            client_ca_file: None,
+            token_auth_file: None,
+            anonymous: true,
+            bootstrap_tokens: false,
+            request_header: Default::default(),
+        }
+    }
+}
+
+/// Errors of loading authentication configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read.
+    #[error("{0}: {1}")]
+    Io(PathBuf, #[source] std::io::Error),
+    /// A CA file could not be used.
+    #[error("{0}")]
+    Ca(String),
+    /// The token file is malformed.
+    #[error("{path}: line {line}: {message}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The union of the configured authenticators.
+#[derive(Clone)]
+pub struct Authenticator {
+    x509: Option<Verifier>,
+    request_header: Option<request_header::RequestHeader>,
+    tokens: TokenFile,
+    admin_token: String,
+    anonymous: bool,
+    bootstrap_tokens: bool,
+    secrets: Option<crate::registry::Store>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("x509", &self.x509.is_some())
+            .field("request_header", &self.request_header.is_some())
+            .field("anonymous", &self.anonymous)
+            .field("bootstrap_tokens", &self.bootstrap_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// Builds the union from the options; `admin_token` is the server's own
+    /// admin credential (user [`ADMIN_USER`] in `system:masters`).
+    pub fn new(options: &Options, admin_token: String) -> Result<Self, Error> {
+        let tokens = match &options.token_auth_file {
+            Some(path) => TokenFile::load(path)?,
+            None => TokenFile::default(),
+        };
+        let verifier = |path: &PathBuf| {
+            crate::server::tls::client_verifier(path).map_err(|e| Error::Ca(e.to_string()))
+        };
+        let request_header = match &options.request_header.client_ca_file {
+            Some(path) => Some(request_header::RequestHeader::new(
+                &options.request_header,
+                verifier(path)?,
+            )),
+            None => None,
+        };
+        Ok(Authenticator {
+            x509: options.client_ca_file.as_ref().map(verifier).transpose()?,
+            request_header,
+            tokens,
+            admin_token,
+            anonymous: options.anonymous,
+            bootstrap_tokens: options.bootstrap_tokens,
+            secrets: None,
+        })
+    }
+
+    /// Gives bootstrap-token authentication the core `v1` Secret store (it
+    /// is off without one).
+    pub fn set_secrets(&mut self, secrets: crate::registry::Store) {
+        self.secrets = Some(secrets);
+    }
+
+    /// Authenticates a request from its headers and verified client
+    /// certificate; removes a
+    /// bearer token it accepted from the headers. Errors are 401 Statuses.
+    pub async fn authenticate(
+        &self,
+        headers: &mut HeaderMap,
+        cert: Option<&ClientCertificate>,
+    ) -> Result<UserInfo, ApiError> {
+        let mut failed = false;
+        if let (Some(rh), Some(cert)) = (&self.request_header, cert) {
+            match rh.authenticate(cert, headers) {
+                Ok(Some(mut user)) => {
+                    user.add_authenticated_group();
+                    return Ok(user);
+                }
+                Ok(None) => {}
+                Err(()) => failed = true,
+            }
+        }
+        if let (Some(verifier), Some(cert)) = (&self.x509, cert) {
+            let subject = cert
+                .verified_by(verifier.as_ref())
+                .then(|| x509::subject(cert.leaf()))
+                .flatten();
+            match subject {
+                Some(subject) if !subject.common_name.is_empty() => {
+                    let mut user = UserInfo {
+                        name: subject.common_name,
+                        groups: subject.organizations,
+                        ..Default::default()
+                    };
+                    user.add_authenticated_group();
+                    return Ok(user);
+                }
+                _ => failed = true,
+            }
+        }
+        if let Some(token) = bearer_token(headers) {
+            let mut user = self.tokens.lookup(&token).cloned().or_else(|| {
+                constant_time_eq(token.as_bytes(), self.admin_token.as_bytes())
+                    .then(|| UserInfo::new(ADMIN_USER, &[MASTERS_GROUP]))
+            });
+            if user.is_none()
+                && self.bootstrap_tokens
+                && let Some(secrets) = &self.secrets
+            {
+                user = bootstrap_token::authenticate(secrets, &token).await;
+            }
+            match user {
+                Some(mut user) => {
+                    headers.remove(header::AUTHORIZATION);
+                    user.add_authenticated_group();
+                    return Ok(user);
+                }
+                None => failed = true,
+            }
+        }
+        if failed || !self.anonymous {
+            return Err(Status::unauthorized().into());
+        }
+        Ok(UserInfo::anonymous())
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header; `None` when
+/// absent, of another scheme, or empty.
+fn bearer_token(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = token.trim();
+    (!token.is_empty()).then(|| token.to_string())
+}
+
+/// The authentication filter: the request's [`UserInfo`] goes into its
+/// extensions, or the request ends with 401.
+pub async fn filter(
+    axum::extract::State(authenticator): axum::extract::State<Arc<Authenticator>>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let cert = req.extensions().get::<ClientCertificate>().cloned();
+    match authenticator
+        .authenticate(req.headers_mut(), cert.as_ref())
+        .await
+    {
+        Ok(user) => {
+            req.extensions_mut().insert(user);
+            next.run(req).await
+        }
+        Err(e) => crate::endpoints::error_response(&e),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn authn(anonymous: bool) -> Authenticator {
+        Authenticator {
+            x509: None,
+            request_header: None,
+            tokens: TokenFile::parse("t1,alice,1,\"dev,ops\"\n", "tokens.csv".as_ref())
+                .unwrap_or_default(),
+            admin_token: "admin".into(),
+            anonymous,
+            bootstrap_tokens: false,
+            secrets: None,
+        }
+    }
+
+    fn bearer(token: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Ok(v) = format!("Bearer {token}").parse() {
+            h.insert(header::AUTHORIZATION, v);
+        }
+        h
+    }
+
+    #[tokio::test]
+    async fn union() {
+        let a = authn(true);
+        let ext = None;
+        let mut h = bearer("t1");
+        let u = a.authenticate(&mut h, ext).await.unwrap_or_default();
+        assert_eq!(u.name, "alice");
+        assert_eq!(u.uid, "1");
+        assert_eq!(u.groups, ["dev", "ops", AUTHENTICATED_GROUP]);
+        assert!(h.get(header::AUTHORIZATION).is_none());
+        let u = a
+            .authenticate(&mut bearer("admin"), ext)
+            .await
+            .unwrap_or_default();
+        assert_eq!(u.groups, [MASTERS_GROUP, AUTHENTICATED_GROUP]);
+        assert_eq!(
+            a.authenticate(&mut bearer("nope"), ext)
+                .await
+                .map_err(|e| e.code()),
+            Err(401)
+        );
+        assert_eq!(
+            a.authenticate(&mut HeaderMap::new(), ext)
+                .await
+                .ok()
+                .map(|u| u.name),
+            Some(ANONYMOUS_USER.to_string())
+        );
+        assert_eq!(
+            authn(false)
+                .authenticate(&mut HeaderMap::new(), ext)
+                .await
+                .map_err(|e| e.code()),
+            Err(401)
+        );
+    }
+}
