@@ -95,9 +95,7 @@ pub(crate) fn serde_field(attrs: &[syn::Attribute]) -> SerdeField {
             } else if meta.path.is_ident("skip") {
                 out.skip = true;
                 Ok(())
-            } else if meta.path.is_ident("skip_serializing_if")
-                && meta.input.peek(syn::Token![=])
-            {
+            } else if meta.path.is_ident("skip_serializing_if") && meta.input.peek(syn::Token![=]) {
                 let lit: syn::LitStr = meta.value()?.parse()?;
                 out.skip_serializing_if = lit.parse().ok();
                 Ok(())

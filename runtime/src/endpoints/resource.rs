@@ -698,14 +698,24 @@ async fn update(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
 }
 
 async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
-    let (pre, dry_run) = delete_options(ctx, req).await?;
+    let (pre, dry_run, cascade) = delete_options(ctx, req).await?;
     let deleted = match ctx
         .store
         .delete(&ctx.ri.namespace, &ctx.ri.name, &pre, dry_run)
         .await?
     {
         DeleteOutcome::Removed(obj) => obj,
-        DeleteOutcome::Terminating(obj) => return ctx.object_response(StatusCode::OK, &obj),
+        // As kube-apiserver: 202 Accepted when the object was not removed
+        // at once and the client asked for cascading deletion with the
+        // (deprecated) `orphanDependents: false`; 200 otherwise.
+        DeleteOutcome::Terminating(obj) => {
+            let code = if cascade {
+                StatusCode::ACCEPTED
+            } else {
+                StatusCode::OK
+            };
+            return ctx.object_response(code, &obj);
+        }
     };
     let meta = crate::scheme::object_meta(&deleted);
     let status = Status::success(Some(StatusDetails {
@@ -722,10 +732,11 @@ async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     ))
 }
 
-/// The preconditions and dry-run flag of a delete's `DeleteOptions` body
-/// (and `dryRun` query parameter).
-async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions, bool)> {
+/// The preconditions, the dry-run flag and whether `orphanDependents` is
+/// explicitly false, of a delete's `DeleteOptions` body (and query).
+async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions, bool, bool)> {
     let mut dry_run = ctx.dry_run()?;
+    let mut cascade = ctx.query.get("orphanDependents") == Some("false");
     let bytes = axum::body::to_bytes(req.into_body(), MAX_REQUEST_BODY_BYTES)
         .await
         .map_err(|_| {
@@ -760,6 +771,9 @@ async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions
                 }
             }
         }
+        if opts.get("orphanDependents") == Some(&Value::Bool(false)) {
+            cascade = true;
+        }
         if let Some(policy) = opts.get("propagationPolicy").and_then(Value::as_str)
             && !matches!(policy, "Orphan" | "Background" | "Foreground")
         {
@@ -771,5 +785,5 @@ async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions
             ));
         }
     }
-    Ok((pre, dry_run))
+    Ok((pre, dry_run, cascade))
 }
