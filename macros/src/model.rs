@@ -9,6 +9,9 @@ pub(crate) struct SerdeField {
     pub(crate) rename: Option<String>,
     pub(crate) flatten: bool,
     pub(crate) skip: bool,
+    /// `skip_serializing_if = "..."`: the predicate under which the field is
+    /// absent from the wire form.
+    pub(crate) skip_serializing_if: Option<syn::ExprPath>,
 }
 
 /// A struct whose fields carry `#[validate(...)]` rules.
@@ -31,6 +34,10 @@ pub(crate) struct FieldModel {
     pub(crate) flatten: bool,
     pub(crate) skip: bool,
     pub(crate) is_option: bool,
+    /// The serde predicate under which the field is omitted on the wire: the
+    /// value rules (enum, pattern, lengths, ...) do not apply then, as an
+    /// absent field of a CRD schema is not checked.
+    pub(crate) omitted_if: Option<syn::ExprPath>,
     pub(crate) attrs: FieldAttrs,
 }
 
@@ -87,6 +94,10 @@ pub(crate) fn serde_field(attrs: &[syn::Attribute]) -> SerdeField {
                 Ok(())
             } else if meta.path.is_ident("skip") {
                 out.skip = true;
+                Ok(())
+            } else if meta.path.is_ident("skip_serializing_if") && meta.input.peek(syn::Token![=]) {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                out.skip_serializing_if = lit.parse().ok();
                 Ok(())
             } else {
                 skip_value(&meta)
@@ -182,6 +193,7 @@ impl ValidateModel {
                 flatten: serde.flatten,
                 skip: serde.skip,
                 is_option: is_option(&field.ty),
+                omitted_if: serde.skip_serializing_if.clone(),
                 attrs,
             });
         }

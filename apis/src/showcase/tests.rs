@@ -221,3 +221,40 @@ fn strategy_hooks() {
     assert_eq!(status_write.metadata, modern.metadata);
     assert_eq!(status_write.status, with_status.status);
 }
+
+#[test]
+fn an_absent_status_phase_is_not_enum_checked() {
+    use apiforge_runtime::validation::{FieldPath, Validate};
+    let path = FieldPath::new("status");
+    // `phase` is omitted on the wire when empty: an absent field, not "".
+    let status: v1::DatabaseStatus =
+        serde_json::from_value(json!({"replicas": 1})).unwrap_or_default();
+    assert!(
+        status.validate(&path).is_empty(),
+        "{:?}",
+        status.validate(&path)
+    );
+    let mut with_status = db(json!({"engine": "postgres", "version": "16.2"}));
+    with_status.status = Some(status);
+    assert!(
+        errors(&with_status).is_empty(),
+        "{:?}",
+        errors(&with_status)
+    );
+    // a present value is still checked
+    let bad = v1::DatabaseStatus {
+        phase: "Sleeping".into(),
+        ..Default::default()
+    };
+    let errs: Vec<String> = bad
+        .validate(&path)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errs,
+        [
+            r#"status.phase: Unsupported value: "Sleeping": supported values: "Pending", "Running", "Failed""#
+        ]
+    );
+}

@@ -113,6 +113,16 @@ fn validate_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
     }
     let present = if present.is_empty() {
         quote!()
+    } else if let Some(omitted) = f.omitted_if.as_ref().filter(|_| !f.is_option) {
+        // A value serde omits on the wire is an absent field: its value
+        // rules do not apply (`required` above still does).
+        quote! {
+            if !#omitted(__field) {
+                if let ::core::option::Option::Some(__v) = (&#r::Probe(__field)).__apiforge_get() {
+                    #(#present)*
+                }
+            }
+        }
     } else {
         quote! {
             if let ::core::option::Option::Some(__v) = (&#r::Probe(__field)).__apiforge_get() {

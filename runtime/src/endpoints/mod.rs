@@ -391,6 +391,12 @@ fn document(req: &Request, doc: Option<&documents::Document>, immutable: bool) -
             .into(),
         );
     }
+    serve_document(req, doc, immutable)
+}
+
+/// Writes an already negotiated document, with its ETag (and 304 when the
+/// client's `If-None-Match` matches it) and cache headers.
+fn serve_document(req: &Request, doc: &documents::Document, immutable: bool) -> Response {
     let etag = format!("\"{}\"", doc.hash);
     let mut resp = if req
         .headers()
@@ -424,11 +430,16 @@ fn discovery_root(server: &ApiServer, req: &Request, root: &str) -> Response {
     };
     match negotiation::negotiate(accept(req), allowed) {
         Some((_, Target::Discovery(version))) => {
-            let doc = server
+            // The Accept header was negotiated here (with discovery
+            // allowed): a client asking only for the aggregated form gets it.
+            let Some(doc) = server
                 .docs
                 .aggregated
-                .get(&(root.to_string(), version.clone()));
-            let mut resp = document(req, doc, false);
+                .get(&(root.to_string(), version.clone()))
+            else {
+                return error_response(&Status::path_not_found().into());
+            };
+            let mut resp = serve_document(req, doc, false);
             let ct = format!(
                 "application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
             );
@@ -447,7 +458,10 @@ fn discovery_root(server: &ApiServer, req: &Request, root: &str) -> Response {
             } else {
                 server.docs.apis.as_ref()
             };
-            document(req, doc, false)
+            match doc {
+                Some(doc) => serve_document(req, doc, false),
+                None => error_response(&Status::path_not_found().into()),
+            }
         }
         _ => error_response(
             &Status::not_acceptable(

@@ -803,14 +803,24 @@ async fn update(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
 }
 
 async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
-    let (pre, dry_run) = delete_options(ctx, req).await?;
+    let (pre, dry_run, cascade) = delete_options(ctx, req).await?;
     let deleted = match ctx
         .store
         .delete(&ctx.ri.namespace, &ctx.ri.name, &pre, dry_run)
         .await?
     {
         DeleteOutcome::Removed(obj) => obj,
-        DeleteOutcome::Terminating(obj) => return ctx.object_response(StatusCode::OK, &obj),
+        // As kube-apiserver: 202 Accepted when the object was not removed
+        // at once and the client asked for cascading deletion with the
+        // (deprecated) `orphanDependents: false`; 200 otherwise.
+        DeleteOutcome::Terminating(obj) => {
+            let code = if cascade {
+                StatusCode::ACCEPTED
+            } else {
+                StatusCode::OK
+            };
+            return ctx.object_response(code, &obj);
+        }
     };
     let meta = crate::scheme::object_meta(&deleted);
     let status = Status::success(Some(StatusDetails {
@@ -827,14 +837,15 @@ async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     ))
 }
 
-/// The preconditions and dry-run flag of a delete's `DeleteOptions` body
-/// (and `dryRun` query parameter).
-async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions, bool)> {
+/// The preconditions, the dry-run flag and whether `orphanDependents` is
+/// explicitly false, of a delete's `DeleteOptions` body (or, without a body,
+/// its query parameters).
+async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions, bool, bool)> {
     let bytes = read_body_limited(req).await?;
     let mut pre = Preconditions::default();
     // As kube-apiserver: a body carries the options; without one they come
     // from the query parameters.
-    let (dry_run, policy): (Vec<String>, Option<String>) =
+    let (dry_run, policy, cascade): (Vec<String>, Option<String>, bool) =
         if !bytes.iter().all(u8::is_ascii_whitespace) {
             // kube-apiserver's decoder texts, without a summary of the body.
             let undecodable = |e: String| {
@@ -866,7 +877,8 @@ async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions
                 .get("propagationPolicy")
                 .and_then(Value::as_str)
                 .map(str::to_string);
-            (dry_run, policy)
+            let cascade = opts.get("orphanDependents") == Some(&Value::Bool(false));
+            (dry_run, policy, cascade)
         } else {
             if let Some(v) = ctx.query.get("gracePeriodSeconds") {
                 crate::go_errors::parse_int64(v).map_err(Status::bad_request)?;
@@ -880,6 +892,7 @@ async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions
             (
                 dry_run,
                 ctx.query.get("propagationPolicy").map(str::to_string),
+                ctx.query.get("orphanDependents") == Some("false"),
             )
         };
     let mut errs = ErrorList::default();
@@ -902,5 +915,5 @@ async fn delete_options(ctx: &Ctx<'_>, req: Request) -> ApiResult<(Preconditions
     if !errs.is_empty() {
         return Err(Status::invalid("meta.k8s.io", "DeleteOptions", "", errs.to_causes()).into());
     }
-    Ok((pre, !dry_run.is_empty()))
+    Ok((pre, !dry_run.is_empty(), cascade))
 }
