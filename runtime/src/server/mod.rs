@@ -56,6 +56,8 @@ pub struct Config {
     pub tls_cert_file: Option<PathBuf>,
     /// Serving key file; generated when `None`.
     pub tls_private_key_file: Option<PathBuf>,
+    /// SNI certificates (`--tls-sni-cert-key`), tried before the default.
+    pub tls_sni_cert_keys: Vec<tls::SniCertKey>,
     /// The address clients use; defaults to the bind address (loopback when
     /// unspecified).
     pub advertise_address: Option<IpAddr>,
@@ -71,6 +73,8 @@ pub struct Config {
     pub authentication: crate::authn::Options,
     /// Authorization settings.
     pub authorization: crate::authz::Options,
+    /// Identity lease timing.
+    pub identity_lease: crate::controllers::identity_lease::Options,
 }
 
 /// Starts serving and runs until `shutdown` completes, then shuts down
@@ -98,7 +102,17 @@ pub async fn run(
             (paths.cert, paths.key, paths.ca)
         }
     };
-    let tls_config = tls::server_config(&cert, &key, &config.authentication.client_ca_files())?;
+    let tls_config = tls::DynamicServerConfig::load(tls::ServingFiles {
+        cert: cert.clone(),
+        key: key.clone(),
+        sni: config.tls_sni_cert_keys.clone(),
+        client_cas: config
+            .authentication
+            .client_ca_files()
+            .into_iter()
+            .map(std::path::Path::to_path_buf)
+            .collect(),
+    })?;
     let token = kubeconfig::ensure_admin_token(&config.data_dir.join("admin.token"))?;
     let authenticator = crate::authn::Authenticator::new(&config.authentication, token.clone())
         .map_err(|e| Error::Auth(e.to_string()))?;
@@ -137,13 +151,19 @@ pub async fn run(
         .await
         .map_err(|e| Error::Bootstrap(e.to_string()))?;
     crate::controllers::start(&server, stop_rx.clone());
+    crate::controllers::identity_lease::start(
+        &server,
+        crate::controllers::identity_lease::new_identity(),
+        config.identity_lease.clone(),
+        stop_rx.clone(),
+    );
     crate::authz::rbac::start(&server, stop_rx.clone())
         .await
         .map_err(|e| Error::Bootstrap(e.to_string()))?;
     let router = server.clone().router();
     tracing::info!(%url, kubeconfig = %kubeconfig_path.display(), "serving; use: kubectl --kubeconfig {}", kubeconfig_path.display());
 
-    let acceptor = TlsAcceptor::from(tls_config);
+    tokio::spawn(tls_config.clone().watch(stop_rx.clone()));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let builder = auto::Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);
@@ -161,7 +181,7 @@ pub async fn run(
                     }
                 };
                 let _ = tcp.set_nodelay(true);
-                let acceptor = acceptor.clone();
+                let acceptor = TlsAcceptor::from(tls_config.current());
                 let router = router.clone();
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
