@@ -350,6 +350,11 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
+/// Parses one `--tls-sni-cert-key` value.
+fn parse_sni_cert_key(value: &str) -> Result<apiforge_runtime::server::tls::SniCertKey, String> {
+    value.parse()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,9 +367,4 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert!(parse_duration("5x").is_err());
     }
-}
-
-/// Parses one `--tls-sni-cert-key` value.
-fn parse_sni_cert_key(value: &str) -> Result<apiforge_runtime::server::tls::SniCertKey, String> {
-    value.parse()
 }

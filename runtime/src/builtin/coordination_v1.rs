@@ -177,11 +177,8 @@ mod tests {
             "spec": {"leaseDurationSeconds": 0, "renewTime": "nope", "holderIdentity": "x"}
         }))
         .unwrap_or_default();
-        let fields: Vec<&str> = l
-            .validate_create()
-            .iter()
-            .map(|e| e.field.as_str())
-            .collect();
+        let errs = l.validate_create();
+        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["spec.leaseDurationSeconds", "spec.renewTime"]);
         let t = micro_time(jiff::Timestamp::from_second(0).unwrap_or_default());
         assert_eq!(t, "1970-01-01T00:00:00.000000Z");

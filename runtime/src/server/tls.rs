@@ -519,3 +519,28 @@ impl rustls::server::danger::ClientCertVerifier for ReloadingClientVerifier {
         self.inner().supported_verify_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sni_cert_key_flag() {
+        let plain: Result<SniCertKey, _> = "a.crt,a.key".parse();
+        assert_eq!(
+            plain,
+            Ok(SniCertKey {
+                cert: "a.crt".into(),
+                key: "a.key".into(),
+                names: vec![],
+            })
+        );
+        let named: Result<SniCertKey, _> = "a.crt,a.key:*.Example.com,foo.org".parse();
+        assert_eq!(
+            named.map(|s| s.names),
+            Ok(vec!["*.example.com".to_string(), "foo.org".to_string()])
+        );
+        assert!("a.crt".parse::<SniCertKey>().is_err());
+        assert!("a.crt,b,c".parse::<SniCertKey>().is_err());
+    }
+}
