@@ -139,6 +139,7 @@ fn main() -> anyhow::Result<()> {
         data_dir: data_dir.clone(),
         tls_cert_file: None,
         tls_private_key_file: None,
+        tls_sni_cert_keys: Vec::new(),
         advertise_address: None,
         shutdown_delay: std::time::Duration::ZERO,
         storage_prefix: "/registry".into(),
@@ -147,6 +148,7 @@ fn main() -> anyhow::Result<()> {
         filters: Default::default(),
         authentication: Default::default(),
         authorization: Default::default(),
+        identity_lease: Default::default(),
     };
     let version = VersionInfo {
         major: "1".into(),

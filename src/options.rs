@@ -45,6 +45,15 @@ pub(crate) struct ServeOptions {
     /// File containing the default x509 private key matching --tls-cert-file.
     #[arg(long, help_heading = "Secure serving")]
     tls_private_key_file: Option<PathBuf>,
+    /// A pair of x509 certificate and private key file paths, optionally suffixed with a list of domain patterns which are fully qualified domain names, possibly with prefixed wildcard segments ("cert,key" or "cert,key:*.example.com,foo.com"). Without patterns, the names are taken from the certificate's SANs (or its CN). The domain patterns also allow IP addresses. A client asking (by SNI) for a matching name gets this certificate; others get the default. May be repeated.
+    #[arg(long, help_heading = "Secure serving", value_parser = parse_sni_cert_key)]
+    tls_sni_cert_key: Vec<apiforge_runtime::server::tls::SniCertKey>,
+    /// The duration of the server's identity lease (kube-system/apiserver-<id>) in seconds; expired identity leases of other instances are collected this often.
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Generic")]
+    identity_lease_duration_seconds: u64,
+    /// How often, in seconds, the server renews its identity lease.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Generic")]
+    identity_lease_renew_interval_seconds: u64,
     /// The IP address on which to advertise the apiserver to clients (kubeconfig server URL).
     #[arg(long, help_heading = "Generic")]
     advertise_address: Option<IpAddr>,
@@ -354,6 +363,11 @@ impl ServeOptions {
                 data_dir: self.data_dir,
                 tls_cert_file: self.tls_cert_file,
                 tls_private_key_file: self.tls_private_key_file,
+                tls_sni_cert_keys: self.tls_sni_cert_key,
+                identity_lease: apiforge_runtime::controllers::identity_lease::Options {
+                    duration: Duration::from_secs(self.identity_lease_duration_seconds),
+                    renew_interval: Duration::from_secs(self.identity_lease_renew_interval_seconds),
+                },
                 advertise_address: self.advertise_address,
                 shutdown_delay: self.shutdown_delay_duration.duration,
                 storage_prefix,
@@ -424,6 +438,11 @@ pub(crate) fn parse_duration(s: &str) -> Result<SignedDuration, String> {
         negative: negative && !duration.is_zero(),
         duration,
     })
+}
+
+/// Parses one `--tls-sni-cert-key` value.
+fn parse_sni_cert_key(value: &str) -> Result<apiforge_runtime::server::tls::SniCertKey, String> {
+    value.parse()
 }
 
 #[cfg(test)]

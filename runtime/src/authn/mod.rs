@@ -15,7 +15,7 @@ pub mod bootstrap_token;
 pub mod impersonation;
 pub mod request_header;
 mod token_file;
-mod x509;
+pub(crate) mod x509;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

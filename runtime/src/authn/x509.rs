@@ -93,6 +93,86 @@ pub(super) fn subject(der: &[u8]) -> Option<Subject> {
     Some(subject)
 }
 
+/// `2.5.29.17` subjectAltName.
+const OID_SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1d, 0x11];
+const OCTET_STRING: u8 = 0x04;
+const BOOLEAN: u8 = 0x01;
+const EXPLICIT_3: u8 = 0xa3;
+/// GeneralName `[2] dNSName` and `[7] iPAddress` (implicit, primitive).
+const SAN_DNS: u8 = 0x82;
+const SAN_IP: u8 = 0x87;
+
+/// The names a serving certificate is for: its DNS and IP subject
+/// alternative names, or its CN when it has none (kube-apiserver's default
+/// names of `--tls-sni-cert-key`). Empty when malformed.
+pub(crate) fn serving_names(der: &[u8]) -> Vec<String> {
+    let sans = subject_alt_names(der).unwrap_or_default();
+    if !sans.is_empty() {
+        return sans;
+    }
+    subject(der)
+        .map(|s| s.common_name)
+        .filter(|cn| !cn.is_empty())
+        .into_iter()
+        .collect()
+}
+
+/// The DNS and IP subject alternative names of a DER certificate.
+fn subject_alt_names(der: &[u8]) -> Option<Vec<String>> {
+    let (cert, _) = expect(der, SEQUENCE)?;
+    let (tbs, _) = expect(cert, SEQUENCE)?;
+    let mut rest = tbs;
+    let (first, after) = read(rest)?;
+    if first.tag == EXPLICIT_0 {
+        rest = after;
+    }
+    // serialNumber, signature, issuer, validity, subject, subjectPublicKeyInfo.
+    for _ in 0..6 {
+        rest = read(rest)?.1;
+    }
+    let mut names = Vec::new();
+    while !rest.is_empty() {
+        let (tlv, next) = read(rest)?;
+        rest = next;
+        if tlv.tag != EXPLICIT_3 {
+            continue;
+        }
+        let (mut exts, _) = expect(tlv.content, SEQUENCE)?;
+        while !exts.is_empty() {
+            let (ext, next) = expect(exts, SEQUENCE)?;
+            exts = next;
+            let (oid, mut value) = expect(ext, OID)?;
+            if oid != OID_SUBJECT_ALT_NAME {
+                continue;
+            }
+            if let Some((_, after)) = expect(value, BOOLEAN) {
+                value = after;
+            }
+            let (octets, _) = expect(value, OCTET_STRING)?;
+            let (mut general, _) = expect(octets, SEQUENCE)?;
+            while !general.is_empty() {
+                let (name, next) = read(general)?;
+                general = next;
+                match (name.tag, name.content.len()) {
+                    (SAN_DNS, _) => {
+                        names.push(String::from_utf8_lossy(name.content).to_ascii_lowercase());
+                    }
+                    (SAN_IP, 4) => {
+                        let b: [u8; 4] = name.content.try_into().ok()?;
+                        names.push(std::net::Ipv4Addr::from(b).to_string());
+                    }
+                    (SAN_IP, 16) => {
+                        let b: [u8; 16] = name.content.try_into().ok()?;
+                        names.push(std::net::Ipv6Addr::from(b).to_string());
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Some(names)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +198,34 @@ mod tests {
         assert_eq!(s.common_name, "alice");
         assert_eq!(s.organizations, ["dev"]);
         assert!(subject(&[0x30, 0x05, 1]).is_none());
+    }
+
+    #[test]
+    fn serving_names_are_sans_then_cn() {
+        let Ok(key) = rcgen::KeyPair::generate() else {
+            panic!("key")
+        };
+        let Ok(mut params) =
+            rcgen::CertificateParams::new(vec!["Foo.Example.com".into(), "10.0.0.1".into()])
+        else {
+            panic!("params")
+        };
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "cn");
+        let Ok(cert) = params.self_signed(&key) else {
+            panic!("cert")
+        };
+        assert_eq!(serving_names(cert.der()), ["foo.example.com", "10.0.0.1"]);
+        let Ok(mut params) = rcgen::CertificateParams::new(Vec::<String>::new()) else {
+            panic!("params")
+        };
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "only-cn");
+        let Ok(cert) = params.self_signed(&key) else {
+            panic!("cert")
+        };
+        assert_eq!(serving_names(cert.der()), ["only-cn"]);
     }
 }

@@ -1,7 +1,8 @@
 //! The runtime's own API groups, declared with the same macros as user
 //! groups: core `v1` (Namespace, ConfigMap, Secret) and
-//! `rbac.authorization.k8s.io/v1`.
+//! `rbac.authorization.k8s.io/v1` and `coordination.k8s.io/v1` (Lease).
 
+pub mod coordination_v1;
 pub mod core_v1;
 pub mod rbac_v1;
 
@@ -11,4 +12,5 @@ use crate::scheme::Scheme;
 pub fn install(scheme: &mut Scheme) {
     core_v1::install(scheme);
     rbac_v1::install(scheme);
+    coordination_v1::install(scheme);
 }

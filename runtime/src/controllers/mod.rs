@@ -3,7 +3,10 @@
 //! process, so it carries the ones its API semantics need).
 //!
 //! - [`namespace`]: empties and removes deleted namespaces.
+//! - [`identity_lease`]: the server's identity lease and the collection
+//!   of expired ones.
 
+pub mod identity_lease;
 pub mod namespace;
 
 use crate::endpoints::ApiServer;

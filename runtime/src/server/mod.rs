@@ -62,6 +62,8 @@ pub struct Config {
     pub tls_cert_file: Option<PathBuf>,
     /// Serving key file; generated when `None`.
     pub tls_private_key_file: Option<PathBuf>,
+    /// SNI certificates (`--tls-sni-cert-key`), tried before the default.
+    pub tls_sni_cert_keys: Vec<tls::SniCertKey>,
     /// The address clients use; defaults to the bind address (loopback when
     /// unspecified).
     pub advertise_address: Option<IpAddr>,
@@ -79,6 +81,8 @@ pub struct Config {
     pub authentication: crate::authn::Options,
     /// Authorization settings.
     pub authorization: crate::authz::Options,
+    /// Identity lease timing.
+    pub identity_lease: crate::controllers::identity_lease::Options,
 }
 
 impl Config {
@@ -132,7 +136,17 @@ pub async fn run(
             (paths.cert, paths.key, paths.ca)
         }
     };
-    let tls_config = tls::server_config(&cert, &key, &config.authentication.client_ca_files())?;
+    let tls_config = tls::DynamicServerConfig::load(tls::ServingFiles {
+        cert: cert.clone(),
+        key: key.clone(),
+        sni: config.tls_sni_cert_keys.clone(),
+        client_cas: config
+            .authentication
+            .client_ca_files()
+            .into_iter()
+            .map(std::path::Path::to_path_buf)
+            .collect(),
+    })?;
     let token = kubeconfig::ensure_admin_token(&config.data_dir.join("admin.token"))?;
     let authenticator = crate::authn::Authenticator::new(&config.authentication, token.clone())
         .map_err(|e| Error::Auth(e.to_string()))?;
@@ -168,6 +182,8 @@ pub async fn run(
         health.add_storage("etcd-readiness", true, storage.clone());
     }
     let rbac_stop_rx = controllers_stop_rx.clone();
+    let lease_stop_rx = controllers_stop_rx.clone();
+    let lease_options = config.identity_lease.clone();
     let post_start = lifecycle::PostStartHooks::register(
         vec![
             lifecycle::Hook::new(
@@ -182,6 +198,18 @@ pub async fn run(
                     crate::authz::rbac::start(&ctx.server, rbac_stop_rx)
                         .await
                         .map_err(|e| e.to_string())
+                },
+            ),
+            lifecycle::Hook::new(
+                "start-kube-apiserver-identity-lease-controller",
+                move |ctx: lifecycle::HookContext| async move {
+                    crate::controllers::identity_lease::start(
+                        &ctx.server,
+                        crate::controllers::identity_lease::new_identity(),
+                        lease_options,
+                        lease_stop_rx,
+                    );
+                    Ok(())
                 },
             ),
             lifecycle::Hook::new(
@@ -228,7 +256,7 @@ pub async fn run(
     };
     tracing::info!(%url, kubeconfig = %kubeconfig_path.display(), "serving; use: kubectl --kubeconfig {}", kubeconfig_path.display());
 
-    let acceptor = TlsAcceptor::from(tls_config);
+    tokio::spawn(tls_config.clone().watch(stop_rx.clone()));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let builder = auto::Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);
@@ -249,7 +277,7 @@ pub async fn run(
                     }
                 };
                 let _ = tcp.set_nodelay(true);
-                let acceptor = acceptor.clone();
+                let acceptor = TlsAcceptor::from(tls_config.current());
                 let router = router.clone();
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
