@@ -87,6 +87,9 @@ pub(crate) struct ServeOptions {
         help_heading = "Generic"
     )]
     max_mutating_requests_inflight: i64,
+    /// If true, replace the max-in-flight handler with an enhanced one that queues and dispatches with priority and fairness
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Generic")]
+    enable_priority_and_fairness: bool,
     /// List of allowed origins for CORS, comma separated. An allowed origin can be a regular expression to support subdomain matching. If this list is empty CORS will not be enabled. Please ensure each expression matches the entire hostname by anchoring to the start with '^' or including the '//' prefix, and by anchoring to the end with '$' or including the ':' port separator suffix. Examples of valid expressions are '//example\.com(:|$)' and '^https://example\.com(:|$)'
     #[arg(long, value_delimiter = ',', help_heading = "Generic")]
     cors_allowed_origins: Vec<String>,
@@ -411,6 +414,7 @@ impl ServeOptions {
                         self.max_mutating_requests_inflight,
                     )
                     .unwrap_or_default(),
+                    enable_priority_and_fairness: self.enable_priority_and_fairness,
                     cors_allowed_origins,
                     hsts_directives: hsts,
                 },

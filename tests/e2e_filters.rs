@@ -70,6 +70,7 @@ async fn limits_and_timeouts() {
         "--authorization-mode=ABAC",
         "--authorization-policy-file",
         policy.to_str().expect("path"),
+        "--enable-priority-and-fairness=false",
     ])
     .await;
 

@@ -74,6 +74,8 @@ pub mod endpoints;
 #[cfg(feature = "server")]
 pub mod filters;
 #[cfg(feature = "server")]
+pub mod flowcontrol;
+#[cfg(feature = "server")]
 pub mod go_errors;
 #[cfg(feature = "server")]
 pub mod metrics;

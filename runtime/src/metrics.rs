@@ -59,6 +59,14 @@ pub struct Metrics {
     /// `etcd_request_duration_seconds{operation,type}`: storage calls, for
     /// either backend.
     pub storage_request_duration: HistogramVec,
+    /// `apiserver_flowcontrol_dispatched_requests_total{priority_level,flow_schema}`.
+    pub flowcontrol_dispatched: IntCounterVec,
+    /// `apiserver_flowcontrol_rejected_requests_total{priority_level,flow_schema,reason}`.
+    pub flowcontrol_rejected: IntCounterVec,
+    /// `apiserver_flowcontrol_current_inqueue_requests{priority_level,flow_schema}`.
+    pub flowcontrol_inqueue: IntGaugeVec,
+    /// `apiserver_flowcontrol_current_executing_requests{priority_level,flow_schema}`.
+    pub flowcontrol_executing: IntGaugeVec,
 }
 
 fn build() -> Result<Metrics, prometheus::Error> {
@@ -120,6 +128,39 @@ fn build() -> Result<Metrics, prometheus::Error> {
         .buckets(STORAGE_BUCKETS.to_vec()),
         &["operation", "type"],
     )?;
+    let flow_labels = ["priority_level", "flow_schema"];
+    let flowcontrol_dispatched = IntCounterVec::new(
+        Opts::new(
+            "apiserver_flowcontrol_dispatched_requests_total",
+            "Number of requests executed by API Priority and Fairness subsystem",
+        ),
+        &flow_labels,
+    )?;
+    let flowcontrol_rejected = IntCounterVec::new(
+        Opts::new(
+            "apiserver_flowcontrol_rejected_requests_total",
+            "Number of requests rejected by API Priority and Fairness subsystem",
+        ),
+        &["priority_level", "flow_schema", "reason"],
+    )?;
+    let flowcontrol_inqueue = IntGaugeVec::new(
+        Opts::new(
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "Number of requests currently pending in queues of the API Priority and Fairness subsystem",
+        ),
+        &flow_labels,
+    )?;
+    let flowcontrol_executing = IntGaugeVec::new(
+        Opts::new(
+            "apiserver_flowcontrol_current_executing_requests",
+            "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem",
+        ),
+        &flow_labels,
+    )?;
+    registry.register(Box::new(flowcontrol_dispatched.clone()))?;
+    registry.register(Box::new(flowcontrol_rejected.clone()))?;
+    registry.register(Box::new(flowcontrol_inqueue.clone()))?;
+    registry.register(Box::new(flowcontrol_executing.clone()))?;
     registry.register(Box::new(request_total.clone()))?;
     registry.register(Box::new(request_duration.clone()))?;
     registry.register(Box::new(current_inflight_requests.clone()))?;
@@ -139,6 +180,10 @@ fn build() -> Result<Metrics, prometheus::Error> {
         registered_watchers,
         storage_objects,
         storage_request_duration,
+        flowcontrol_dispatched,
+        flowcontrol_rejected,
+        flowcontrol_inqueue,
+        flowcontrol_executing,
     })
 }
 

@@ -1,9 +1,11 @@
 //! The runtime's own API groups, declared with the same macros as user
 //! groups: core `v1` (Namespace, ConfigMap, Secret) and
-//! `rbac.authorization.k8s.io/v1` and `coordination.k8s.io/v1` (Lease).
+//! `rbac.authorization.k8s.io/v1`, `coordination.k8s.io/v1` (Lease) and
+//! `flowcontrol.apiserver.k8s.io/v1`.
 
 pub mod coordination_v1;
 pub mod core_v1;
+pub mod flowcontrol_v1;
 pub mod rbac_v1;
 
 use crate::scheme::Scheme;
@@ -13,4 +15,5 @@ pub fn install(scheme: &mut Scheme) {
     core_v1::install(scheme);
     rbac_v1::install(scheme);
     coordination_v1::install(scheme);
+    flowcontrol_v1::install(scheme);
 }

@@ -20,7 +20,9 @@
 //!    `--strict-transport-security-directives`);
 //! 9. authentication ([`crate::authn::filter`]), then the **audit slot** and
 //!    impersonation ([`crate::authn::impersonation::filter`]);
-//! 10. [`max_in_flight`]: `--max-requests-inflight` /
+//! 10. API Priority and Fairness ([`crate::flowcontrol`], with
+//!     `--enable-priority-and-fairness`, the default) or else
+//!     [`max_in_flight`]: `--max-requests-inflight` /
 //!     `--max-mutating-requests-inflight`;
 //! 11. authorization ([`crate::authz::filter`]);
 //! 12. the director (`endpoints`).
@@ -61,6 +63,10 @@ pub struct ChainConfig {
     /// `--max-mutating-requests-inflight` (0 = unlimited): concurrent
     /// mutating requests.
     pub max_mutating_requests_inflight: usize,
+    /// `--enable-priority-and-fairness`: API Priority and Fairness
+    /// ([`crate::flowcontrol`]) replaces the max-in-flight filter, with the
+    /// sum of both in-flight limits as the server's concurrency limit.
+    pub enable_priority_and_fairness: bool,
     /// `--cors-allowed-origins`: origins (regular expressions) allowed to
     /// make CORS requests; empty turns CORS off.
     pub cors_allowed_origins: Vec<regex::Regex>,
@@ -75,6 +81,7 @@ impl Default for ChainConfig {
             min_request_timeout: Duration::from_secs(1800),
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,
+            enable_priority_and_fairness: true,
             cors_allowed_origins: Vec::new(),
             hsts_directives: Vec::new(),
         }
@@ -110,6 +117,7 @@ pub fn build(
     config: &ChainConfig,
     authenticator: Arc<crate::authn::Authenticator>,
     authorizer: Arc<crate::authz::Authorizer>,
+    flow_control: Option<Arc<crate::flowcontrol::FlowControl>>,
 ) -> (axum::Router, ChainHandles) {
     let in_flight = Arc::new(in_flight::InFlight::default());
     let handles = ChainHandles {
@@ -121,9 +129,12 @@ pub fn build(
     ));
     // `Router::layer` wraps what is already there: the layers are added
     // innermost first.
-    let router = director
-        .layer(from_fn_with_state(authorizer.clone(), crate::authz::filter))
-        .layer(from_fn_with_state(limits, max_in_flight::filter))
+    let router = director.layer(from_fn_with_state(authorizer.clone(), crate::authz::filter));
+    let router = match flow_control {
+        Some(fc) => router.layer(from_fn_with_state(fc, crate::flowcontrol::filter)),
+        None => router.layer(from_fn_with_state(limits, max_in_flight::filter)),
+    };
+    let router = router
         .layer(from_fn_with_state(
             authorizer,
             crate::authn::impersonation::filter,

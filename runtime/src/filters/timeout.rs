@@ -17,8 +17,13 @@ use super::request_info::ReceivedAt;
 /// The message of the 504 Status (`apierrors.NewTimeoutError`).
 pub const TIMEOUT_MESSAGE: &str = "Timeout: request did not complete within the allotted timeout";
 
+/// The deadline of a non-long-running request, in its extensions for the
+/// filters below (API Priority and Fairness bounds queue waits with it).
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline(pub tokio::time::Instant);
+
 /// The filter; its state is `--request-timeout`.
-pub async fn filter(State(default): State<Duration>, req: Request, next: Next) -> Response {
+pub async fn filter(State(default): State<Duration>, mut req: Request, next: Next) -> Response {
     let long_running = req
         .extensions()
         .get::<RequestInfo>()
@@ -50,6 +55,7 @@ pub async fn filter(State(default): State<Duration>, req: Request, next: Next) -
         .get::<ReceivedAt>()
         .map_or_else(Instant::now, |r| r.0);
     let deadline = tokio::time::Instant::from_std(started + timeout);
+    req.extensions_mut().insert(Deadline(deadline));
     match tokio::time::timeout_at(deadline, next.run(req)).await {
         Ok(resp) => resp,
         Err(_) => super::status_response(super::failure(504, "Timeout", TIMEOUT_MESSAGE)),

@@ -184,44 +184,59 @@ pub async fn run(
     let rbac_stop_rx = controllers_stop_rx.clone();
     let lease_stop_rx = controllers_stop_rx.clone();
     let lease_options = config.identity_lease.clone();
-    let post_start = lifecycle::PostStartHooks::register(
-        vec![
-            lifecycle::Hook::new(
-                "bootstrap-system-namespaces",
-                |ctx: lifecycle::HookContext| async move {
-                    ctx.server.bootstrap().await.map_err(|e| e.to_string())
-                },
-            ),
-            lifecycle::Hook::new(
-                "rbac/bootstrap-roles",
-                move |ctx: lifecycle::HookContext| async move {
-                    crate::authz::rbac::start(&ctx.server, rbac_stop_rx)
-                        .await
-                        .map_err(|e| e.to_string())
-                },
-            ),
-            lifecycle::Hook::new(
-                "start-kube-apiserver-identity-lease-controller",
-                move |ctx: lifecycle::HookContext| async move {
-                    crate::controllers::identity_lease::start(
-                        &ctx.server,
-                        crate::controllers::identity_lease::new_identity(),
-                        lease_options,
-                        lease_stop_rx,
-                    );
-                    Ok(())
-                },
-            ),
-            lifecycle::Hook::new(
-                "start-namespace-controller",
-                move |ctx: lifecycle::HookContext| async move {
-                    crate::controllers::start(&ctx.server, controllers_stop_rx);
-                    Ok(())
-                },
-            ),
-        ],
-        &mut health,
-    );
+    let apf_stop_rx = controllers_stop_rx.clone();
+    let flow_control = config.filters.enable_priority_and_fairness.then(|| {
+        crate::flowcontrol::FlowControl::new(
+            config.filters.max_requests_inflight + config.filters.max_mutating_requests_inflight,
+        )
+    });
+    let apf_hook = flow_control.clone().map(|fc| {
+        lifecycle::Hook::new(
+            "priority-and-fairness-config-producer",
+            move |ctx: lifecycle::HookContext| async move {
+                crate::flowcontrol::start(&ctx.server, fc, apf_stop_rx)
+                    .await
+                    .map_err(|e| e.to_string())
+            },
+        )
+    });
+    let mut hooks = vec![
+        lifecycle::Hook::new(
+            "bootstrap-system-namespaces",
+            |ctx: lifecycle::HookContext| async move {
+                ctx.server.bootstrap().await.map_err(|e| e.to_string())
+            },
+        ),
+        lifecycle::Hook::new(
+            "rbac/bootstrap-roles",
+            move |ctx: lifecycle::HookContext| async move {
+                crate::authz::rbac::start(&ctx.server, rbac_stop_rx)
+                    .await
+                    .map_err(|e| e.to_string())
+            },
+        ),
+        lifecycle::Hook::new(
+            "start-kube-apiserver-identity-lease-controller",
+            move |ctx: lifecycle::HookContext| async move {
+                crate::controllers::identity_lease::start(
+                    &ctx.server,
+                    crate::controllers::identity_lease::new_identity(),
+                    lease_options,
+                    lease_stop_rx,
+                );
+                Ok(())
+            },
+        ),
+        lifecycle::Hook::new(
+            "start-namespace-controller",
+            move |ctx: lifecycle::HookContext| async move {
+                crate::controllers::start(&ctx.server, controllers_stop_rx);
+                Ok(())
+            },
+        ),
+    ];
+    hooks.extend(apf_hook);
+    let post_start = lifecycle::PostStartHooks::register(hooks, &mut health);
     let pre_shutdown = vec![lifecycle::Hook::new(
         "stop-namespace-controller",
         move |_: lifecycle::HookContext| async move {
@@ -250,6 +265,7 @@ pub async fn run(
         &config.filters,
         Arc::new(server.authenticator().clone()),
         Arc::new(server.authorizer().clone()),
+        flow_control,
     );
     let hook_ctx = lifecycle::HookContext {
         server: server.clone(),

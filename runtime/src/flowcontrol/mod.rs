@@ -1,0 +1,615 @@
+//! API Priority and Fairness (kube-apiserver's
+//! `--enable-priority-and-fairness`): every request is classified by the
+//! first matching FlowSchema (lowest `matchingPrecedence`, then name) into
+//! a priority level and a flow; requests of Exempt levels run at once,
+//! those of Limited levels take one of the level's seats or wait in its
+//! queues ([`queueing`]), or get 429 when no queue has room (or the level
+//! rejects instead of queuing, or the queue wait ends).
+//!
+//! Seats: the server's total concurrency limit (`--max-requests-inflight`
+//! plus `--max-mutating-requests-inflight`) is shared among the levels in
+//! proportion to their `nominalConcurrencyShares`, rounded up; seats are
+//! not lent or borrowed between levels (`lendablePercent` and
+//! `borrowingLimitPercent` are stored but not applied).
+//!
+//! A request waits in a queue for at most a quarter of its remaining
+//! deadline (`--request-timeout`), 15 seconds for requests without one.
+//! Long-running requests (watches) take a seat only until the handler has
+//! produced the response head (the watch is registered and its initial
+//! state read), then give it back, approximating upstream's "seat for the
+//! initialization only".
+//!
+//! The configuration is the FlowSchema and PriorityLevelConfiguration
+//! objects: [`start`] creates the default ones ([`bootstrap`]), keeps those
+//! annotated `apf.kubernetes.io/autoupdate-spec: "true"` current, and
+//! applies every change to the dispatcher.
+
+pub mod bootstrap;
+pub mod matching;
+pub mod queueing;
+pub mod shuffle_sharding;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use futures::StreamExt;
+use http::HeaderValue;
+use serde_json::Value;
+
+use crate::authn::UserInfo;
+use crate::builtin::flowcontrol_v1::{
+    FlowSchema, FlowSchemaSpec, GROUP, PriorityLevelConfiguration,
+};
+use crate::endpoints::ApiServer;
+use crate::endpoints::request_info::RequestInfo;
+use crate::error::{ApiError, ApiResult};
+use crate::meta::StatusDetails;
+use crate::metrics::GaugeGuard;
+use crate::registry::{ListParams, Store, WatchEvent};
+use crate::resource::Strategy;
+use queueing::{Admission, Level, QueueParams};
+
+/// The response header naming the matched FlowSchema's UID.
+pub const FLOW_SCHEMA_UID_HEADER: &str = "X-Kubernetes-PF-FlowSchema-UID";
+/// The response header naming the priority level's UID.
+pub const PRIORITY_LEVEL_UID_HEADER: &str = "X-Kubernetes-PF-PriorityLevel-UID";
+/// The 429 message.
+pub const MESSAGE: &str = "Too many requests, please try again later.";
+/// The queue wait of requests without a deadline.
+const DEFAULT_WAIT: Duration = Duration::from_secs(15);
+
+struct Schema {
+    name: String,
+    uid: String,
+    precedence: i32,
+    level: String,
+    spec: FlowSchemaSpec,
+}
+
+struct PriorityLevel {
+    uid: String,
+    /// `None` for Exempt levels.
+    limited: Option<Arc<Level>>,
+}
+
+#[derive(Default)]
+struct Config {
+    schemas: Vec<Schema>,
+    levels: HashMap<String, PriorityLevel>,
+}
+
+/// The dispatcher's configuration and the Limited levels' queues.
+pub struct FlowControl {
+    server_concurrency: usize,
+    config: RwLock<Arc<Config>>,
+    levels: Mutex<HashMap<String, Arc<Level>>>,
+}
+
+impl std::fmt::Debug for FlowControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlowControl")
+            .field("server_concurrency", &self.server_concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a request was classified.
+struct Classification {
+    schema: String,
+    schema_uid: String,
+    level: String,
+    level_uid: String,
+    limited: Option<Arc<Level>>,
+    flow: u64,
+}
+
+fn name_of(meta: &crate::meta::ObjectMeta) -> String {
+    meta.name.clone()
+}
+
+fn uid_of(meta: &crate::meta::ObjectMeta) -> String {
+    meta.uid.clone()
+}
+
+fn usize_of(v: Option<i32>, default: usize) -> usize {
+    v.and_then(|v| usize::try_from(v).ok()).unwrap_or(default)
+}
+
+impl FlowControl {
+    /// A dispatcher sharing `server_concurrency` seats, configured with
+    /// the default objects until [`start`] reads the stored ones.
+    pub fn new(server_concurrency: usize) -> Arc<FlowControl> {
+        let fc = Arc::new(FlowControl {
+            server_concurrency: server_concurrency.max(1),
+            config: RwLock::new(Arc::new(Config::default())),
+            levels: Mutex::new(HashMap::new()),
+        });
+        fc.apply(&bootstrap::all());
+        fc
+    }
+
+    fn current(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Replaces the configuration with `objects` (FlowSchemas and
+    /// PriorityLevelConfigurations as JSON, `kind` set). Malformed objects
+    /// and FlowSchemas naming a missing level are ignored.
+    pub fn apply(&self, objects: &[Value]) {
+        let mut schemas_in = Vec::new();
+        let mut levels_in = Vec::new();
+        for obj in objects {
+            match obj.get("kind").and_then(Value::as_str) {
+                Some("FlowSchema") => {
+                    if let Ok(mut fs) = serde_json::from_value::<FlowSchema>(obj.clone()) {
+                        fs.default_fields();
+                        schemas_in.push(fs);
+                    }
+                }
+                Some("PriorityLevelConfiguration") => {
+                    if let Ok(mut pl) =
+                        serde_json::from_value::<PriorityLevelConfiguration>(obj.clone())
+                    {
+                        pl.default_fields();
+                        levels_in.push(pl);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let shares = |pl: &PriorityLevelConfiguration| -> usize {
+            match pl.spec.type_.as_str() {
+                "Limited" => usize_of(
+                    pl.spec
+                        .limited
+                        .as_ref()
+                        .and_then(|l| l.nominal_concurrency_shares),
+                    30,
+                ),
+                _ => usize_of(
+                    pl.spec
+                        .exempt
+                        .as_ref()
+                        .and_then(|e| e.nominal_concurrency_shares),
+                    0,
+                ),
+            }
+        };
+        let total_shares: usize = levels_in.iter().map(shares).sum::<usize>().max(1);
+        let mut kept = match self.levels.lock() {
+            Ok(l) => l,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut next_kept = HashMap::new();
+        let mut levels = HashMap::new();
+        for pl in &levels_in {
+            let name = name_of(&pl.metadata);
+            let limited = match (&pl.spec.type_[..], &pl.spec.limited) {
+                ("Limited", Some(l)) => {
+                    let seats = (self.server_concurrency * shares(pl)).div_ceil(total_shares);
+                    let queuing = (l.limit_response.type_ == "Queue")
+                        .then(|| l.limit_response.queuing.clone().unwrap_or_default());
+                    let params = QueueParams {
+                        seats: seats.max(1),
+                        queues: queuing.as_ref().map_or(0, |q| usize_of(q.queues, 64)),
+                        hand_size: queuing.as_ref().map_or(0, |q| usize_of(q.hand_size, 8)),
+                        queue_length_limit: queuing
+                            .as_ref()
+                            .map_or(0, |q| usize_of(q.queue_length_limit, 50)),
+                    };
+                    let level = match kept.get(&name) {
+                        Some(level) => {
+                            level.set_params(params);
+                            level.clone()
+                        }
+                        None => Level::new(params),
+                    };
+                    next_kept.insert(name.clone(), level.clone());
+                    Some(level)
+                }
+                ("Exempt", _) => None,
+                _ => continue,
+            };
+            levels.insert(
+                name,
+                PriorityLevel {
+                    uid: uid_of(&pl.metadata),
+                    limited,
+                },
+            );
+        }
+        *kept = next_kept;
+        drop(kept);
+        let mut schemas: Vec<Schema> = schemas_in
+            .into_iter()
+            .filter(|fs| levels.contains_key(&fs.spec.priority_level_configuration.name))
+            .map(|fs| Schema {
+                name: name_of(&fs.metadata),
+                uid: uid_of(&fs.metadata),
+                precedence: fs.spec.matching_precedence.unwrap_or(1000),
+                level: fs.spec.priority_level_configuration.name.clone(),
+                spec: fs.spec,
+            })
+            .collect();
+        schemas.sort_by(|a, b| (a.precedence, &a.name).cmp(&(b.precedence, &b.name)));
+        let config = Arc::new(Config { schemas, levels });
+        match self.config.write() {
+            Ok(mut c) => *c = config,
+            Err(poisoned) => *poisoned.into_inner() = config,
+        }
+    }
+
+    fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Option<Classification> {
+        let config = self.current();
+        let schema = config
+            .schemas
+            .iter()
+            .find(|s| matching::schema_matches(&s.spec, user, info))?;
+        let level = config.levels.get(&schema.level)?;
+        let distinguisher = matching::distinguisher(&schema.spec, user, info);
+        Some(Classification {
+            schema: schema.name.clone(),
+            schema_uid: schema.uid.clone(),
+            level: schema.level.clone(),
+            level_uid: level.uid.clone(),
+            limited: level.limited.clone(),
+            flow: shuffle_sharding::flow_hash(&schema.name, &distinguisher),
+        })
+    }
+
+    /// The seats of a Limited level (for diagnostics and tests).
+    pub fn seats(&self, level: &str) -> Option<usize> {
+        self.current()
+            .levels
+            .get(level)
+            .and_then(|l| l.limited.as_ref())
+            .map(|l| l.params().seats)
+    }
+}
+
+fn rejected(c: &Classification, reason: &str) -> Response {
+    crate::metrics::global()
+        .flowcontrol_rejected
+        .with_label_values(&[c.level.as_str(), c.schema.as_str(), reason])
+        .inc();
+    tracing::debug!(priority_level = %c.level, flow_schema = %c.schema, reason, "APF rejected a request");
+    let status =
+        crate::filters::failure(429, "TooManyRequests", MESSAGE).with_details(StatusDetails {
+            retry_after_seconds: Some(1),
+            ..Default::default()
+        });
+    crate::filters::status_response(status)
+}
+
+/// The filter (in place of max-in-flight when APF is on).
+pub async fn filter(State(fc): State<Arc<FlowControl>>, req: Request, next: Next) -> Response {
+    let (Some(info), Some(user)) = (
+        req.extensions().get::<RequestInfo>(),
+        req.extensions().get::<UserInfo>(),
+    ) else {
+        return next.run(req).await;
+    };
+    let Some(c) = fc.classify(user, info) else {
+        return next.run(req).await;
+    };
+    let wait_until = {
+        let now = tokio::time::Instant::now();
+        match req.extensions().get::<crate::filters::timeout::Deadline>() {
+            Some(d) => now + d.0.saturating_duration_since(now) / 4,
+            None => now + DEFAULT_WAIT,
+        }
+    };
+    let metrics = crate::metrics::global();
+    let labels = [c.level.as_str(), c.schema.as_str()];
+    let mut resp = match &c.limited {
+        None => {
+            metrics
+                .flowcontrol_dispatched
+                .with_label_values(&labels)
+                .inc();
+            let _executing =
+                GaugeGuard::new(metrics.flowcontrol_executing.with_label_values(&labels));
+            next.run(req).await
+        }
+        Some(level) => {
+            let seat = match level.admit(c.flow) {
+                Admission::Seat(seat) => Some(seat),
+                Admission::Rejected => None,
+                Admission::Queued(ticket) => {
+                    let _queued =
+                        GaugeGuard::new(metrics.flowcontrol_inqueue.with_label_values(&labels));
+                    match ticket.wait(wait_until).await {
+                        Some(seat) => Some(seat),
+                        None => {
+                            let mut resp = rejected(&c, "time-out");
+                            set_headers(&mut resp, &c);
+                            return resp;
+                        }
+                    }
+                }
+            };
+            match seat {
+                None => {
+                    let reason = if level.params().queues == 0 {
+                        "concurrency-limit"
+                    } else {
+                        "queue-full"
+                    };
+                    rejected(&c, reason)
+                }
+                Some(seat) => {
+                    metrics
+                        .flowcontrol_dispatched
+                        .with_label_values(&labels)
+                        .inc();
+                    let _executing =
+                        GaugeGuard::new(metrics.flowcontrol_executing.with_label_values(&labels));
+                    let resp = next.run(req).await;
+                    drop(seat);
+                    resp
+                }
+            }
+        }
+    };
+    set_headers(&mut resp, &c);
+    resp
+}
+
+fn set_headers(resp: &mut Response, c: &Classification) {
+    for (name, value) in [
+        (FLOW_SCHEMA_UID_HEADER, &c.schema_uid),
+        (PRIORITY_LEVEL_UID_HEADER, &c.level_uid),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            resp.headers_mut().insert(name, v);
+        }
+    }
+}
+
+/// The kinds, by plural resource.
+const KINDS: [(&str, &str); 2] = [
+    ("flowschemas", "FlowSchema"),
+    ("prioritylevelconfigurations", "PriorityLevelConfiguration"),
+];
+
+fn stores(server: &ApiServer) -> Vec<(Store, &'static str)> {
+    let mut out: Vec<(Store, &'static str)> = Vec::new();
+    for (store, info) in server.stores() {
+        if info.group != GROUP {
+            continue;
+        }
+        if let Some((_, kind)) = KINDS.iter().find(|(plural, _)| *plural == info.plural)
+            && !out.iter().any(|(s, _)| Arc::ptr_eq(s.kind(), store.kind()))
+        {
+            out.push((store.clone(), kind));
+        }
+    }
+    out
+}
+
+fn meta_str(obj: &Value, key: &str) -> String {
+    obj.pointer(&format!("/metadata/{key}"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The spec of a default object after defaulting, for comparison with a
+/// stored one.
+fn defaulted_spec(kind: &str, obj: &Value) -> Value {
+    match kind {
+        "FlowSchema" => serde_json::from_value::<FlowSchema>(obj.clone())
+            .map(|mut o| {
+                o.default_fields();
+                serde_json::to_value(o.spec).unwrap_or_default()
+            })
+            .unwrap_or_default(),
+        _ => serde_json::from_value::<PriorityLevelConfiguration>(obj.clone())
+            .map(|mut o| {
+                o.default_fields();
+                serde_json::to_value(o.spec).unwrap_or_default()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Creates the missing default objects and resets the spec of those whose
+/// `apf.kubernetes.io/autoupdate-spec` annotation is `"true"`.
+async fn reconcile(stores: &[(Store, &'static str)]) -> ApiResult<()> {
+    for obj in bootstrap::all() {
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let Some((store, _)) = stores.iter().find(|(_, k)| *k == kind.as_str()) else {
+            continue;
+        };
+        let name = meta_str(&obj, "name");
+        let desired = defaulted_spec(&kind, &obj);
+        match store.get("", &name, None).await {
+            Ok(existing) => {
+                let autoupdate = existing
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(bootstrap::AUTOUPDATE_ANNOTATION))
+                    .and_then(Value::as_str)
+                    == Some("true");
+                if !autoupdate || defaulted_spec(&kind, &existing) == desired {
+                    continue;
+                }
+                store
+                    .update_internal("", &name, |o| {
+                        if o.get("spec") == Some(&desired) {
+                            return false;
+                        }
+                        o["spec"] = desired.clone();
+                        true
+                    })
+                    .await?;
+                tracing::info!(%kind, %name, "APF: default configuration object updated");
+                continue;
+            }
+            Err(e) if e.code() == 404 => {}
+            Err(e) => return Err(e),
+        }
+        let hub = store
+            .kind()
+            .decode("v1", obj)
+            .map_err(|e| ApiError::from(crate::meta::Status::internal(e.to_string())))?;
+        match store.create("", hub, false).await {
+            Ok(_) => tracing::info!(%kind, %name, "APF: created default configuration object"),
+            Err(e) if e.code() == 409 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn read_all(fc: &FlowControl, stores: &[(Store, &'static str)]) -> ApiResult<()> {
+    let mut objects = Vec::new();
+    for (store, kind) in stores {
+        let page = store.list(None, &ListParams::default()).await?;
+        for mut obj in page.items {
+            obj["kind"] = Value::from(*kind);
+            objects.push(obj);
+        }
+    }
+    fc.apply(&objects);
+    Ok(())
+}
+
+/// Reconciles the default configuration, then keeps `fc` equal to the
+/// stored objects (re-read whenever one changes, recreating deleted
+/// mandatory ones). Does nothing when the kinds are not served.
+pub async fn start(
+    server: &ApiServer,
+    fc: Arc<FlowControl>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> ApiResult<()> {
+    let stores = stores(server);
+    if stores.is_empty() {
+        return Ok(());
+    }
+    reconcile(&stores).await?;
+    read_all(&fc, &stores).await?;
+    tokio::spawn(keep_current(fc, stores, shutdown));
+    Ok(())
+}
+
+async fn refresh(fc: &FlowControl, stores: &[(Store, &'static str)]) {
+    if let Err(e) = reconcile_mandatory(stores).await {
+        tracing::warn!(error = %e, "APF: restoring mandatory objects failed");
+    }
+    if let Err(e) = read_all(fc, stores).await {
+        tracing::warn!(error = %e, "APF: reading the configuration failed");
+    }
+}
+
+/// Recreates deleted mandatory objects.
+async fn reconcile_mandatory(stores: &[(Store, &'static str)]) -> ApiResult<()> {
+    for obj in bootstrap::mandatory() {
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let Some((store, _)) = stores.iter().find(|(_, k)| *k == kind) else {
+            continue;
+        };
+        let name = meta_str(&obj, "name");
+        match store.get("", &name, None).await {
+            Ok(_) => continue,
+            Err(e) if e.code() == 404 => {}
+            Err(e) => return Err(e),
+        }
+        let hub = store
+            .kind()
+            .decode("v1", obj.clone())
+            .map_err(|e| ApiError::from(crate::meta::Status::internal(e.to_string())))?;
+        match store.create("", hub, false).await {
+            Ok(_) => tracing::info!(%kind, %name, "APF: recreated mandatory object"),
+            Err(e) if e.code() == 409 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn keep_current(
+    fc: Arc<FlowControl>,
+    stores: Vec<(Store, &'static str)>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        let mut streams = Vec::new();
+        for (store, _) in &stores {
+            let params = ListParams {
+                send_initial_events: Some(false),
+                ..Default::default()
+            };
+            match store.watch(None, &params, false).await {
+                Ok(s) => streams.push(s),
+                Err(e) => tracing::warn!(error = %e, "APF: watch failed"),
+            }
+        }
+        refresh(&fc, &stores).await;
+        let mut events = futures::stream::select_all(streams);
+        loop {
+            let changed = tokio::select! {
+                ev = events.next() => match ev {
+                    Some(WatchEvent::Object(..)) => Some(true),
+                    Some(WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_)) => Some(false),
+                    Some(WatchEvent::Error(_)) | None => None,
+                },
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            };
+            match changed {
+                Some(true) => refresh(&fc, &stores).await,
+                Some(false) => {}
+                None => break,
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seats_follow_shares() {
+        let fc = FlowControl::new(600);
+        // 245 shares in all: workload-low 100 -> ceil(600*100/245) = 245.
+        assert_eq!(fc.seats("workload-low"), Some(245));
+        assert_eq!(fc.seats("catch-all"), Some(13));
+        assert_eq!(fc.seats("exempt"), None);
+        let admin = UserInfo::new("admin", &["system:masters"]);
+        let info = RequestInfo {
+            verb: "get".into(),
+            path: "/api".into(),
+            ..Default::default()
+        };
+        let c = fc.classify(&admin, &info).expect("classified");
+        assert_eq!((c.schema.as_str(), c.level.as_str()), ("exempt", "exempt"));
+        assert!(c.limited.is_none());
+        // A level that disappears leaves its FlowSchemas out.
+        let mut objects = bootstrap::mandatory();
+        objects.push(
+            serde_json::json!({"kind": "FlowSchema", "metadata": {"name": "dangling"},
+            "spec": {"priorityLevelConfiguration": {"name": "gone"}, "matchingPrecedence": 1,
+            "rules": [{"subjects": [{"kind": "Group", "group": {"name": "*"}}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}}),
+        );
+        fc.apply(&objects);
+        let c = fc.classify(&admin, &info).expect("classified");
+        assert_eq!(c.schema, "exempt");
+        assert_eq!(fc.seats("catch-all"), Some(600));
+    }
+}
