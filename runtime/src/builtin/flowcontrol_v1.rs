@@ -3,6 +3,10 @@
 //! Fairness ([`crate::flowcontrol`]), with Kubernetes' defaults and
 //! validation.
 
+// Several `printcolumn(type = "string", ...)` arguments look like repeated
+// attributes to clippy.
+#![allow(clippy::duplicated_attributes)]
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -24,7 +24,7 @@ pub fn subject_matches(subject: &Subject, user: &UserInfo) -> bool {
         "Group" => subject
             .group
             .as_ref()
-            .is_some_and(|g| g.name == ALL || user.groups.iter().any(|ug| *ug == g.name)),
+            .is_some_and(|g| g.name == ALL || user.groups.contains(&g.name)),
         "ServiceAccount" => {
             let Some(sa) = &subject.service_account else {
                 return false;
