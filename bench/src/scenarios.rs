@@ -843,7 +843,13 @@ async fn update_on(
     let (runs, _) = compare(settings, &label, UPDATE_CLIENTS, target, None, op.clone()).await?;
     let (mut lost, mut extra) = (0u64, 0u64);
     for i in 0..UPDATE_CLIENTS {
-        let obj: Value = serde_json::from_slice(&conn.get(&op.path(i)).await?.ok()?)?;
+        let reply = conn.get(&op.path(i)).await?.ok().with_context(|| {
+            format!(
+                "reading back u-{i} after the runs; server log:\n{}",
+                f.server.log_tail()
+            )
+        })?;
+        let obj: Value = serde_json::from_slice(&reply)?;
         let stored = counter_of(&obj)?;
         let acked = op.successes[i].load(Ordering::Relaxed);
         lost += acked.saturating_sub(stored);

@@ -289,6 +289,9 @@ struct State {
     ready: bool,
     slots: Vec<Slot>,
     next_id: u64,
+    /// The revision of the last event applied (several events share one
+    /// when a transaction wrote several keys).
+    last_event: Revision,
 }
 
 /// A consistent view of the cache at one revision.
@@ -357,8 +360,16 @@ impl WatchCache {
         opts: CacheOptions,
         decode: Decoder,
     ) -> Arc<WatchCache> {
+        let cache = Self::unstarted(storage, prefix, opts);
+        let weak = Arc::downgrade(&cache);
+        tokio::spawn(async move { reflect(weak, decode).await });
+        cache
+    }
+
+    /// An empty, not yet ready cache without its reflector.
+    fn unstarted(storage: Arc<dyn Storage>, prefix: String, opts: CacheOptions) -> Arc<WatchCache> {
         let (revision_tx, _) = watch::channel(0);
-        let cache = Arc::new(WatchCache {
+        Arc::new(WatchCache {
             storage,
             prefix,
             opts,
@@ -370,14 +381,12 @@ impl WatchCache {
                 ready: false,
                 slots: Vec::new(),
                 next_id: 0,
+                last_event: 0,
             }),
             revision_tx,
             snapshots: Mutex::new(VecDeque::new()),
             resync: tokio::sync::Notify::new(),
-        });
-        let weak = Arc::downgrade(&cache);
-        tokio::spawn(async move { reflect(weak, decode).await });
-        cache
+        })
     }
 
     /// The revision the cache has caught up with.
@@ -542,6 +551,7 @@ impl WatchCache {
         s.revision = revision;
         s.events.clear();
         s.oldest = revision;
+        s.last_event = revision;
         s.ready = true;
         drop(s);
         self.revision_tx.send_replace(revision);
@@ -556,9 +566,18 @@ impl WatchCache {
         let object = Arc::new(decode(&ev.kv)?);
         let revision = ev.kv.mod_revision;
         let mut s = write(&self.state);
-        if revision <= s.revision {
-            return Ok(());
+        if revision < s.revision || (revision == s.revision && revision != s.last_event) {
+            // The storage reported progress past this event before sending
+            // it (etcd before 3.4.31/3.5.13 can, etcd-io/etcd#15220). The
+            // cache cannot put it in order any more; re-listing is the only
+            // way not to lose it.
+            return Err(Status::internal(format!(
+                "event at revision {revision} arrived after the cache had reached revision {}",
+                s.revision
+            ))
+            .into());
         }
+        s.last_event = revision;
         let prev = match ev.kind {
             EventType::Deleted => s.objects.remove(&ev.kv.key),
             _ => s.objects.insert(ev.kv.key.clone(), object.clone()),
@@ -687,5 +706,56 @@ impl Caches {
                 WatchCache::start(storage.clone(), prefix.to_string(), opts.clone(), decode)
             })
             .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::embedded::{EmbeddedOptions, EmbeddedStore};
+
+    fn event(key: &str, revision: Revision) -> storage::Event {
+        storage::Event {
+            kind: EventType::Created,
+            kv: KeyValue {
+                key: key.to_string(),
+                value: bytes::Bytes::from_static(b"{}"),
+                create_revision: revision,
+                mod_revision: revision,
+                version: 1,
+            },
+            prev: None,
+        }
+    }
+
+    /// An event the storage delivers after reporting progress past it
+    /// (etcd-io/etcd#15220) is refused, so the reflector re-lists instead
+    /// of losing the object; several events of one transaction are not.
+    #[tokio::test]
+    async fn late_event_after_progress_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+        let decode: Decoder = Arc::new(|kv: &KeyValue| {
+            Ok(CachedObject::new(
+                kv.key.clone(),
+                kv.mod_revision,
+                Value::Object(Default::default()),
+            ))
+        });
+        let cache = WatchCache::unstarted(storage, "/t/".into(), CacheOptions::default());
+        cache.replace(OrdMap::new(), 10);
+        cache.apply(event("/t/a", 11), &decode).unwrap();
+        // A second key written by the same transaction.
+        cache.apply(event("/t/b", 11), &decode).unwrap();
+        cache.progress(20);
+        let late = cache.apply(event("/t/c", 15), &decode);
+        assert_eq!(late.map_err(|e| e.code()), Err(500));
+        let at_progress = cache.apply(event("/t/c", 20), &decode);
+        assert_eq!(at_progress.map_err(|e| e.code()), Err(500));
+        cache.apply(event("/t/c", 21), &decode).unwrap();
+        let snap = cache.snapshot();
+        assert_eq!(snap.revision, 21);
+        assert!(snap.get("/t/a").is_some() && snap.get("/t/b").is_some());
     }
 }

@@ -269,6 +269,69 @@ async fn progress_never_precedes_replayed_events() {
     }
 }
 
+/// While writes stream in and many progress requests are in flight at once
+/// (every consistent read from the watch cache asks), a progress
+/// notification never claims a revision whose event is still to come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_never_precedes_live_events_under_request_storms() {
+    let etcd = EtcdProcess::start().await;
+    let store = Arc::new(
+        Etcd3Store::connect(Etcd3Options {
+            progress_interval: Duration::from_millis(5),
+            ..etcd.options()
+        })
+        .await
+        .unwrap(),
+    );
+    let dir = "/registry/storm-progress/";
+    let mut watch = store.watch(dir, 0, true).await.unwrap();
+    let writes = 400;
+    let writer = tokio::spawn({
+        let store = store.clone();
+        async move {
+            let mut last = 0;
+            for i in 0..writes {
+                last = store
+                    .create(&format!("{dir}{i}"), Bytes::from("x"))
+                    .await
+                    .unwrap()
+                    .mod_revision;
+            }
+            last
+        }
+    });
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut askers = Vec::new();
+    for _ in 0..8 {
+        let (store, stop) = (store.clone(), stop.clone());
+        askers.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = store.request_progress().await;
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    let (mut events, mut progress) = (0, 0);
+    while events < writes {
+        match conformance::next_item(&mut watch).await {
+            WatchItem::Event(event) => {
+                assert!(
+                    event.kv.mod_revision > progress,
+                    "event {} after progress {progress}",
+                    event.kv.mod_revision
+                );
+                events += 1;
+            }
+            WatchItem::Progress(revision) => progress = progress.max(revision),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.await.unwrap();
+    for a in askers {
+        a.await.unwrap();
+    }
+}
+
 /// Retries a write while etcd is coming back.
 async fn retry<T, F, Fut>(what: &str, mut op: F) -> T
 where

@@ -50,7 +50,8 @@
 //! only after its first event (or etcd's periodic notification). A watcher
 //! that falls behind later (a slow consumer) can in principle still see a
 //! premature progress on such versions; an event at or below an already
-//! reported progress is then logged and still delivered, never dropped.
+//! reported progress is then logged and still delivered, never dropped (the
+//! watch cache, which cannot put it in order any more, re-lists).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,8 +97,14 @@ struct State {
     floor: Revision,
     /// The last progress revision sent to the consumer.
     last_progress: Revision,
-    /// An unconfirmed RequestProgress answer (older etcd only).
-    pending_progress: Option<Revision>,
+    /// An unconfirmed RequestProgress answer (older etcd only), with the
+    /// number of answers that must have arrived for it to be confirmed.
+    pending_progress: Option<(Revision, u64)>,
+    /// RequestProgress requests sent in this session.
+    progress_requests: u64,
+    /// RequestProgress answers received in this session (etcd answers
+    /// each request once, all with watch id -1).
+    progress_answers: u64,
     /// A confirming RequestProgress is to be sent (older etcd only).
     confirm: bool,
     /// Whether the current etcd watcher is known to have caught up with the
@@ -153,6 +160,8 @@ pub(super) async fn start(
         floor: last,
         last_progress: 0,
         pending_progress: None,
+        progress_requests: 0,
+        progress_answers: 0,
         confirm: false,
         synced: last >= session.created_revision,
     };
@@ -284,6 +293,8 @@ async fn resume(
                 tracing::info!(last_revision = state.last, "etcd watch resumed");
                 state.synced = state.last >= session.created_revision;
                 state.pending_progress = None;
+                state.progress_requests = 0;
+                state.progress_answers = 0;
                 state.confirm = false;
                 state.floor = state.last;
                 return Ok(session);
@@ -311,10 +322,11 @@ async fn drive(
     let mut requests_open = true;
     loop {
         let may_request_progress = spec.progress && (state.synced || inner.progress_is_ordered);
-        if std::mem::take(&mut state.confirm)
-            && let Err(e) = session.sender.request_progress().await
-        {
-            return End::Broken(super::describe(&e));
+        if std::mem::take(&mut state.confirm) {
+            state.progress_requests += 1;
+            if let Err(e) = session.sender.request_progress().await {
+                return End::Broken(super::describe(&e));
+            }
         }
         tokio::select! {
             _ = tx.closed() => return End::Closed,
@@ -328,14 +340,18 @@ async fn drive(
                 None => return End::Broken("etcd ended the watch stream".to_owned()),
             },
             _ = ticker.tick(), if may_request_progress => {
+                state.progress_requests += 1;
                 if let Err(e) = session.sender.request_progress().await {
                     return End::Broken(super::describe(&e));
                 }
             }
             changed = requests.changed(), if may_request_progress && requests_open => {
                 requests_open = changed.is_ok();
-                if requests_open && let Err(e) = session.sender.request_progress().await {
-                    return End::Broken(super::describe(&e));
+                if requests_open {
+                    state.progress_requests += 1;
+                    if let Err(e) = session.sender.request_progress().await {
+                        return End::Broken(super::describe(&e));
+                    }
                 }
             }
         }
@@ -374,6 +390,8 @@ async fn handle(
         let periodic = resp.watch_id() != -1;
         if periodic {
             state.synced = true;
+        } else {
+            state.progress_answers += 1;
         }
         let revision = resp.header().map(etcd::ResponseHeader::revision)?;
         if !spec.progress {
@@ -388,11 +406,19 @@ async fn handle(
         // An older etcd answers RequestProgress out of band: events at or
         // below the answer's revision may still be queued behind it. Trust
         // an answer once the answer to a second request, sent after it
-        // arrived, is back.
-        return match state.pending_progress.take() {
-            Some(confirmed) => emit_progress(state, tx, confirmed).await,
+        // arrived, is back. Answers all carry id -1, so with several
+        // requests in flight only the count tells which one is back: the
+        // confirming request is the next one sent, and answers come in
+        // request order.
+        return match state.pending_progress {
+            Some((confirmed, needed)) if state.progress_answers >= needed => {
+                state.pending_progress = None;
+                emit_progress(state, tx, confirmed).await
+            }
+            // The answer to a request sent before the pending one arrived.
+            Some(_) => None,
             None => {
-                state.pending_progress = Some(revision);
+                state.pending_progress = Some((revision, state.progress_requests + 1));
                 state.confirm = true;
                 None
             }
@@ -415,7 +441,7 @@ async fn handle(
             // Already delivered by an earlier session.
             continue;
         }
-        if state.pending_progress.is_some_and(|p| revision <= p) {
+        if state.pending_progress.is_some_and(|(p, _)| revision <= p) {
             // That progress answer was premature.
             state.pending_progress = None;
         }
