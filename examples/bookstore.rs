@@ -146,6 +146,7 @@ fn main() -> anyhow::Result<()> {
         admission: Default::default(),
         authentication: Default::default(),
         authorization: Default::default(),
+        audit: Default::default(),
     };
     let version = VersionInfo {
         major: "1".into(),

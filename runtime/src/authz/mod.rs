@@ -310,6 +310,47 @@ pub fn forbidden(attrs: &Attributes, reason: &str) -> Status {
     })
 }
 
+/// Authenticates a request (the authentication filter).
+pub async fn authenticate(
+    authenticator: &authn::Authenticator,
+    req: &mut http::Request<axum::body::Body>,
+) -> Result<UserInfo, ApiError> {
+    let cert = req.extensions().get::<authn::ClientCertificate>().cloned();
+    authenticator
+        .authenticate(req.headers_mut(), cert.as_ref())
+        .await
+}
+
+/// Applies impersonation to the authenticated `user`, authorizes the
+/// result (recording the decision on the request's audit event), and
+/// stores the effective [`UserInfo`] in the request extensions for the
+/// handlers.
+pub fn impersonate_and_authorize(
+    authorizer: &Authorizer,
+    user: UserInfo,
+    info: &RequestInfo,
+    req: &mut http::Request<axum::body::Body>,
+) -> Result<UserInfo, ApiError> {
+    let impersonating = req
+        .headers()
+        .keys()
+        .any(|k| k.as_str().starts_with("impersonate-"));
+    let user = authn::impersonation::impersonate(authorizer, user, req.headers_mut())?;
+    if impersonating
+        && let Some(ctx) = req.extensions().get::<crate::audit::AuditContext>()
+    {
+        ctx.set_impersonated_user(&user);
+    }
+    let attrs = Attributes::from_request_info(&user, info);
+    let (decision, reason) = authorizer.authorize(&attrs);
+    crate::audit::annotate_decision(req, decision == Decision::Allow, &reason);
+    if decision != Decision::Allow {
+        return Err(forbidden(&attrs, &reason).into());
+    }
+    req.extensions_mut().insert(user.clone());
+    Ok(user)
+}
+
 /// The request-path guard: authenticates the request, applies
 /// impersonation, authorizes the result, and stores the effective
 /// [`UserInfo`] in the request extensions for the handlers.
@@ -319,12 +360,6 @@ pub async fn guard(
     info: &RequestInfo,
     req: &mut http::Request<axum::body::Body>,
 ) -> Result<UserInfo, ApiError> {
-    let cert = req.extensions().get::<authn::ClientCertificate>().cloned();
-    let user = authenticator
-        .authenticate(req.headers_mut(), cert.as_ref())
-        .await?;
-    let user = authn::impersonation::impersonate(authorizer, user, req.headers_mut())?;
-    authorizer.check(&Attributes::from_request_info(&user, info))?;
-    req.extensions_mut().insert(user.clone());
-    Ok(user)
+    let user = authenticate(authenticator, req).await?;
+    impersonate_and_authorize(authorizer, user, info, req)
 }

@@ -61,6 +61,7 @@ pub struct ApiServer {
     docs: Documents,
     authenticator: crate::authn::Authenticator,
     authorizer: crate::authz::Authorizer,
+    auditor: Option<Arc<crate::audit::Auditor>>,
     version: VersionInfo,
     shutting_down: AtomicBool,
     shutdown: tokio::sync::watch::Receiver<bool>,
@@ -86,6 +87,8 @@ pub struct ApiServerParts {
     pub watch_cache: Option<CacheOptions>,
     /// The enabled admission plugins, in order.
     pub admission: crate::admission::Plugins,
+    /// The audit policy and backends; `None` audits nothing.
+    pub auditor: Option<Arc<crate::audit::Auditor>>,
 }
 
 /// Maximum request body size (kube-apiserver's 3 MiB default).
@@ -104,6 +107,7 @@ impl ApiServer {
             version,
             watch_cache,
             admission,
+            auditor,
         } = parts;
         let mut stores = HashMap::new();
         let caches = Caches::default();
@@ -146,6 +150,7 @@ impl ApiServer {
             docs,
             authenticator,
             authorizer,
+            auditor,
             version,
             shutting_down: AtomicBool::new(false),
             shutdown,
@@ -265,8 +270,40 @@ async fn director(State(server): State<Arc<ApiServer>>, mut req: Request) -> Res
         .get("watch")
         .is_some_and(|v| v != "false" && v != "0");
     let info = request_info::parse(req.method(), &path, watch);
-    let user = match crate::authz::guard(&server.authenticator, &server.authorizer, &info, &mut req)
-        .await
+    let user = match crate::authz::authenticate(&server.authenticator, &mut req).await {
+        Ok(user) => user,
+        Err(e) => return error_response(&e),
+    };
+    let audit_id = crate::audit::audit_id(&req);
+    let mut resp = match server.auditor.clone() {
+        Some(auditor) => {
+            let (audit_user, audit_info) = (user.clone(), info.clone());
+            crate::audit::process(&auditor, &audit_id, &audit_user, &audit_info, req, |req| {
+                authorized(server, info, params, path, user, req)
+            })
+            .await
+        }
+        None => authorized(server, info, params, path, user, req).await,
+    };
+    if !resp.headers().contains_key("audit-id")
+        && let Ok(v) = HeaderValue::from_str(&audit_id)
+    {
+        resp.headers_mut().insert("audit-id", v);
+    }
+    resp
+}
+
+/// After authentication (and the audit filter): impersonation,
+/// authorization, then the handlers.
+async fn authorized(
+    server: Arc<ApiServer>,
+    info: request_info::RequestInfo,
+    params: Query,
+    path: String,
+    user: crate::authn::UserInfo,
+    mut req: Request,
+) -> Response {
+    let user = match crate::authz::impersonate_and_authorize(&server.authorizer, user, &info, &mut req)
     {
         Ok(user) => user,
         Err(e) => return error_response(&e),

@@ -38,6 +38,9 @@ pub enum Error {
     /// Authentication or authorization configuration could not be loaded.
     #[error("{0}")]
     Auth(String),
+    /// The audit policy or a backend could not be loaded.
+    #[error("{0}")]
+    Audit(String),
     /// The listener could not be bound.
     #[error("failed to listen on {0}: {1}")]
     Bind(SocketAddr, #[source] std::io::Error),
@@ -71,6 +74,8 @@ pub struct Config {
     pub authentication: crate::authn::Options,
     /// Authorization settings.
     pub authorization: crate::authz::Options,
+    /// Audit settings.
+    pub audit: crate::audit::Options,
 }
 
 /// Starts serving and runs until `shutdown` completes, then shuts down
@@ -104,6 +109,7 @@ pub async fn run(
         .map_err(|e| Error::Auth(e.to_string()))?;
     let authorizer = crate::authz::Authorizer::new(&config.authorization)
         .map_err(|e| Error::Auth(e.to_string()))?;
+    let auditor = crate::audit::Auditor::new(&config.audit).map_err(Error::Audit)?;
 
     let addr = SocketAddr::new(config.bind_address, config.secure_port);
     let listener = TcpListener::bind(addr)
@@ -130,6 +136,7 @@ pub async fn run(
         version,
         watch_cache: config.watch_cache.clone(),
         admission: config.admission.clone(),
+        auditor,
     };
     let server = Arc::new(ApiServer::new(parts, stop_rx.clone()));
     server
@@ -184,6 +191,7 @@ pub async fn run(
                             if let Some(cert) = &cert {
                                 req.extensions_mut().insert(cert.clone());
                             }
+                            req.extensions_mut().insert(crate::audit::PeerAddr(peer));
                             req
                         },
                     ));
