@@ -74,9 +74,10 @@ impl Auditor {
         let policy = Policy::load(path).map_err(|e| e.to_string())?;
         let mut backends = Vec::new();
         if let Some(log) = &options.log {
-            backends.push(Backend::Log(LogBackend::new(log.clone()).map_err(|e| {
-                format!("opening the audit log {:?}: {e}", log.path)
-            })?));
+            backends
+                .push(Backend::Log(LogBackend::new(log.clone()).map_err(|e| {
+                    format!("opening the audit log {:?}: {e}", log.path)
+                })?));
         }
         if let Some(webhook) = &options.webhook {
             backends.push(Backend::Webhook(WebhookBackend::new(webhook)?));
@@ -164,7 +165,11 @@ fn source_ips(req: &Request) -> Vec<String> {
             ips.push(ip.to_string());
         }
     };
-    if let Some(v) = req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
+    if let Some(v) = req
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok())
+    {
         v.split(',').for_each(&mut push);
     }
     if let Some(v) = req.headers().get("x-real-ip").and_then(|v| v.to_str().ok()) {
@@ -347,7 +352,10 @@ where
     };
     rec.emit(Stage::RequestReceived).await;
 
-    let resp = match std::panic::AssertUnwindSafe(inner(req)).catch_unwind().await {
+    let resp = match std::panic::AssertUnwindSafe(inner(req))
+        .catch_unwind()
+        .await
+    {
         Ok(resp) => resp,
         Err(panic) => {
             rec.event.response_status = Some(ResponseStatus {

@@ -183,9 +183,7 @@ impl Policy {
                 ));
             }
             for (j, gr) in rule.resources.iter().enumerate() {
-                if !gr.resource_names.is_empty()
-                    && gr.resources.iter().any(|r| r.contains('*'))
-                {
+                if !gr.resource_names.is_empty() && gr.resources.iter().any(|r| r.contains('*')) {
                     return Err(format!(
                         "rules[{i}].resources[{j}].resourceNames: Invalid value: using resourceNames requires no wildcards in resources"
                     ));
@@ -376,15 +374,42 @@ rules:
         let alice = user("alice", &["devs"]);
         let bob = user("bob", &[]);
         let lvl = |a: Attributes<'_>| p.evaluate(&a).level;
-        assert_eq!(lvl(res(&proxy, "watch", "", "a", "pods", "", "")), Level::None);
-        assert_eq!(lvl(res(&proxy, "get", "", "a", "pods", "status", "p")), Level::RequestResponse);
-        assert_eq!(lvl(res(&bob, "update", "", "a", "pods", "status", "p")), Level::RequestResponse);
-        assert_eq!(lvl(res(&bob, "get", "", "a", "deployments", "scale", "d")), Level::RequestResponse);
-        assert_eq!(lvl(res(&alice, "get", "", "a", "configmaps", "", "settings")), Level::Request);
-        assert_eq!(lvl(res(&alice, "get", "", "a", "configmaps", "", "other")), Level::Metadata);
-        assert_eq!(lvl(res(&bob, "get", "", "a", "configmaps", "", "settings")), Level::Metadata);
-        assert_eq!(lvl(res(&bob, "get", "apps", "a", "deployments", "status", "d")), Level::Request);
-        assert_eq!(lvl(res(&bob, "get", "apps", "a", "deployments", "", "d")), Level::Metadata);
+        assert_eq!(
+            lvl(res(&proxy, "watch", "", "a", "pods", "", "")),
+            Level::None
+        );
+        assert_eq!(
+            lvl(res(&proxy, "get", "", "a", "pods", "status", "p")),
+            Level::RequestResponse
+        );
+        assert_eq!(
+            lvl(res(&bob, "update", "", "a", "pods", "status", "p")),
+            Level::RequestResponse
+        );
+        assert_eq!(
+            lvl(res(&bob, "get", "", "a", "deployments", "scale", "d")),
+            Level::RequestResponse
+        );
+        assert_eq!(
+            lvl(res(&alice, "get", "", "a", "configmaps", "", "settings")),
+            Level::Request
+        );
+        assert_eq!(
+            lvl(res(&alice, "get", "", "a", "configmaps", "", "other")),
+            Level::Metadata
+        );
+        assert_eq!(
+            lvl(res(&bob, "get", "", "a", "configmaps", "", "settings")),
+            Level::Metadata
+        );
+        assert_eq!(
+            lvl(res(&bob, "get", "apps", "a", "deployments", "status", "d")),
+            Level::Request
+        );
+        assert_eq!(
+            lvl(res(&bob, "get", "apps", "a", "deployments", "", "d")),
+            Level::Metadata
+        );
     }
 
     #[test]
@@ -405,7 +430,10 @@ rules:
         assert!(other.omit_managed_fields);
         let ks = p.evaluate(&res(&bob, "list", "", "kube-system", "secrets", "", ""));
         assert_eq!(ks.level, Level::Metadata);
-        assert_eq!(ks.omit_stages, vec![Stage::RequestReceived, Stage::ResponseStarted]);
+        assert_eq!(
+            ks.omit_stages,
+            vec![Stage::RequestReceived, Stage::ResponseStarted]
+        );
         assert!(!ks.omit_managed_fields);
     }
 
@@ -416,7 +444,10 @@ rules:
         )
         .expect("json policy");
         let bob = user("bob", &[]);
-        assert_eq!(p.evaluate(&res(&bob, "get", "", "", "nodes", "", "")).level, Level::None);
+        assert_eq!(
+            p.evaluate(&res(&bob, "get", "", "", "nodes", "", "")).level,
+            Level::None
+        );
         assert!(Policy::parse("apiVersion: v1\nkind: Policy\nrules: [{level: None}]").is_err());
         assert!(Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: []").is_err());
         assert!(

@@ -336,9 +336,7 @@ pub fn impersonate_and_authorize(
         .keys()
         .any(|k| k.as_str().starts_with("impersonate-"));
     let user = authn::impersonation::impersonate(authorizer, user, req.headers_mut())?;
-    if impersonating
-        && let Some(ctx) = req.extensions().get::<crate::audit::AuditContext>()
-    {
+    if impersonating && let Some(ctx) = req.extensions().get::<crate::audit::AuditContext>() {
         ctx.set_impersonated_user(&user);
     }
     let attrs = Attributes::from_request_info(&user, info);

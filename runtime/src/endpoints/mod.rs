@@ -303,11 +303,11 @@ async fn authorized(
     user: crate::authn::UserInfo,
     mut req: Request,
 ) -> Response {
-    let user = match crate::authz::impersonate_and_authorize(&server.authorizer, user, &info, &mut req)
-    {
-        Ok(user) => user,
-        Err(e) => return error_response(&e),
-    };
+    let user =
+        match crate::authz::impersonate_and_authorize(&server.authorizer, user, &info, &mut req) {
+            Ok(user) => user,
+            Err(e) => return error_response(&e),
+        };
     if crate::authz::reviews::is_review(&info) {
         return crate::authz::reviews::handle(&server.authorizer, &user, &info, req).await;
     }

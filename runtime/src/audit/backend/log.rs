@@ -199,7 +199,11 @@ fn legacy_line(e: &Event) -> String {
     let (as_user, as_groups) = match &e.impersonated_user {
         Some(u) => (
             quote(&u.name),
-            u.groups.iter().map(|g| quote(g)).collect::<Vec<_>>().join(","),
+            u.groups
+                .iter()
+                .map(|g| quote(g))
+                .collect::<Vec<_>>()
+                .join(","),
         ),
         None => ("<self>".to_string(), "<lookup>".to_string()),
     };
@@ -238,7 +242,10 @@ mod tests {
     #[test]
     fn backup_names_split_like_lumberjack() {
         let (dir, prefix, ext) = split_name(Path::new("/var/log/audit.log"));
-        assert_eq!((dir, prefix.as_str(), ext.as_str()), (PathBuf::from("/var/log"), "audit", ".log"));
+        assert_eq!(
+            (dir, prefix.as_str(), ext.as_str()),
+            (PathBuf::from("/var/log"), "audit", ".log")
+        );
         let (_, prefix, ext) = split_name(Path::new("audit"));
         assert_eq!((prefix.as_str(), ext.as_str()), ("audit", ""));
     }

@@ -94,7 +94,9 @@ fn load_target(path: &Path) -> Result<Target, String> {
         .and_then(|c| c.get("cluster"))
         .ok_or("the kubeconfig names no cluster")?;
     let server = field(cluster, "server").ok_or("the kubeconfig's cluster has no server")?;
-    let uri: http::Uri = server.parse().map_err(|e| format!("server {server:?}: {e}"))?;
+    let uri: http::Uri = server
+        .parse()
+        .map_err(|e| format!("server {server:?}: {e}"))?;
     let user = config
         .get("users")
         .and_then(|u| u.get(0))
@@ -176,7 +178,10 @@ impl Target {
             .map_or("/", |p| p.as_str())
             .to_string();
         let mut req = http::Request::post(path)
-            .header(http::header::HOST, self.uri.authority().map_or("", |a| a.as_str()))
+            .header(
+                http::header::HOST,
+                self.uri.authority().map_or("", |a| a.as_str()),
+            )
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json");
         if let Some(token) = &self.bearer {
