@@ -394,3 +394,121 @@ async fn log_rotates_at_max_size() {
     assert!(!current.is_empty());
     assert!(current.iter().all(|e| e["stage"] == "ResponseComplete"));
 }
+
+/// What the chain adds around the audit slot: a request failing
+/// authentication is audited without a user (one `ResponseStarted` event
+/// naming the credentials tried), authorization records its decision and
+/// reason, impersonation the impersonated user; a client-chosen `Audit-ID`
+/// is the event's `auditID`.
+#[tokio::test]
+async fn failed_authentication_decisions_and_impersonation() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let tokens = token_file(
+        tmp.path(),
+        &["boss-t,boss,1,system:masters", "nobody-t,nobody,2,"],
+    );
+    let policy = write(
+        tmp.path(),
+        "policy.yaml",
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n",
+    );
+    let log = tmp.path().join("audit.log");
+    let server = Server::start_in(
+        &tmp.path().join("data"),
+        common::free_port(),
+        &[
+            "--token-auth-file",
+            tokens.to_str().expect("path"),
+            "--audit-policy-file",
+            policy.to_str().expect("path"),
+            "--audit-log-path",
+            log.to_str().expect("path"),
+        ],
+    )
+    .await;
+
+    // A bad token: 401, audited with the client's Audit-ID.
+    let resp = common::raw::request_as(
+        &server,
+        "not-a-token",
+        "GET",
+        CMS,
+        &[("Audit-ID", "failed-authn-1")],
+        b"",
+    )
+    .await;
+    assert_eq!(resp.status, 401);
+    assert_eq!(resp.header("audit-id"), Some("failed-authn-1"));
+
+    // Authenticated but not authorized: 403.
+    let nobody = client_with(&server, &Credential::token("nobody-t")).await;
+    let (code, forbidden_id, _) = send(&nobody, http::Method::GET, CMS, None).await;
+    assert_eq!(code, 403);
+
+    // Impersonation: boss acts as alice (in system:masters).
+    let boss = client_with(
+        &server,
+        &Credential::token("boss-t").impersonating("alice", &["system:masters"]),
+    )
+    .await;
+    let (code, impersonated_id, _) = send(&boss, http::Method::GET, CMS, None).await;
+    assert_eq!(code, 200);
+
+    let events = wait_for(
+        || lines(&log),
+        |e| {
+            ["failed-authn-1", &forbidden_id, &impersonated_id]
+                .iter()
+                .all(|id| e.iter().any(|e| e["auditID"] == *id))
+        },
+    )
+    .await;
+    let by_id =
+        |id: &str| -> Vec<&Value> { events.iter().filter(|e| e["auditID"] == id).collect() };
+
+    let failed = by_id("failed-authn-1");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["stage"], "ResponseStarted");
+    assert_eq!(failed[0]["level"], "Metadata");
+    assert_eq!(failed[0]["user"], json!({}));
+    assert_eq!(failed[0]["verb"], "list");
+    assert_eq!(failed[0]["responseStatus"]["code"], 401);
+    assert_eq!(
+        failed[0]["responseStatus"]["message"],
+        "Authentication failed, attempted: bearer"
+    );
+    assert!(failed[0].get("annotations").is_none());
+
+    let denied = by_id(&forbidden_id);
+    assert_eq!(denied.len(), 1, "RequestReceived is omitted: {denied:#?}");
+    assert_eq!(denied[0]["stage"], "ResponseComplete");
+    assert_eq!(denied[0]["user"]["username"], "nobody");
+    assert_eq!(denied[0]["responseStatus"]["code"], 403);
+    assert_eq!(denied[0]["responseStatus"]["reason"], "Forbidden");
+    assert_eq!(
+        denied[0]["annotations"]["authorization.k8s.io/decision"],
+        "forbid"
+    );
+    assert!(
+        denied[0]["annotations"]["authorization.k8s.io/reason"]
+            .as_str()
+            .is_some()
+    );
+
+    let acted = by_id(&impersonated_id);
+    assert_eq!(acted.len(), 1, "{acted:#?}");
+    assert_eq!(acted[0]["user"]["username"], "boss");
+    assert_eq!(acted[0]["impersonatedUser"]["username"], "alice");
+    assert!(
+        acted[0]["impersonatedUser"]["groups"]
+            .as_array()
+            .expect("groups")
+            .iter()
+            .any(|g| g == "system:masters")
+    );
+    assert_eq!(
+        acted[0]["annotations"]["authorization.k8s.io/decision"],
+        "allow"
+    );
+    assert_eq!(acted[0]["responseStatus"]["code"], 200);
+}

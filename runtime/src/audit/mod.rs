@@ -561,3 +561,184 @@ pub async fn failed_authentication(auditor: &Arc<Auditor>, req: Request, code: u
     rec.emit(Stage::ResponseStarted).await;
 }
 
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use axum::middleware::{from_fn, from_fn_with_state};
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    /// An auditor at `level` for every request, logging to `dir/audit.log`.
+    fn auditor(dir: &std::path::Path, level: &str) -> Arc<Auditor> {
+        let policy = Policy::parse(&format!(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: {level}\n"
+        ))
+        .unwrap_or_else(|e| panic!("policy: {e}"));
+        let log = LogBackend::new(LogOptions {
+            path: dir.join("audit.log"),
+            ..Default::default()
+        })
+        .unwrap_or_else(|e| panic!("log: {e}"));
+        Auditor::from_parts(policy, vec![Backend::Log(log)])
+    }
+
+    fn events(dir: &std::path::Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(dir.join("audit.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The audit layer with the filters it reads from (audit ID, request
+    /// info, panic recovery) around `router`.
+    fn chain(router: axum::Router, auditor: Arc<Auditor>) -> axum::Router {
+        router
+            .layer(from_fn_with_state(auditor, filter))
+            .layer(from_fn(crate::filters::panic_recovery::filter))
+            .layer(from_fn(crate::filters::request_info::filter))
+            .layer(from_fn(crate::filters::audit_id::filter))
+    }
+
+    fn request(path: &str) -> Request {
+        http::Request::builder()
+            .uri(path)
+            .header("audit-id", "test-id")
+            .body(Body::empty())
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn stages_and_context() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let router = axum::Router::new().route(
+            "/api/v1/namespaces",
+            get(|req: Request| async move {
+                if let Some(ctx) = req.extensions().get::<AuditContext>() {
+                    ctx.annotate("test/seen", "yes");
+                }
+                "{}"
+            }),
+        );
+        let app = chain(router, auditor(dir.path(), "Metadata"));
+        let resp = app
+            .oneshot(request("/api/v1/namespaces"))
+            .await
+            .unwrap_or_else(|e| match e {});
+        assert_eq!(resp.status(), 200);
+        let events = events(dir.path());
+        let stages: Vec<_> = events.iter().map(|e| e["stage"].clone()).collect();
+        assert_eq!(stages, ["RequestReceived", "ResponseComplete"]);
+        assert!(events.iter().all(|e| e["auditID"] == "test-id"));
+        assert_eq!(
+            events[0]["stageTimestamp"],
+            events[0]["requestReceivedTimestamp"]
+        );
+        assert_eq!(events[1]["annotations"]["test/seen"], "yes");
+        assert_eq!(events[1]["responseStatus"]["code"], 200);
+        assert_eq!(events[1]["verb"], "list");
+    }
+
+    #[tokio::test]
+    async fn level_none_records_nothing() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let router = axum::Router::new().route(
+            "/healthz",
+            get(|req: Request| async move {
+                assert!(req.extensions().get::<AuditContext>().is_none());
+                "ok"
+            }),
+        );
+        let app = chain(router, auditor(dir.path(), "None"));
+        let resp = app
+            .oneshot(request("/healthz"))
+            .await
+            .unwrap_or_else(|e| match e {});
+        assert_eq!(resp.status(), 200);
+        assert!(events(dir.path()).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_recorded_and_passed_on() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let router = axum::Router::new().route(
+            "/boom",
+            get(|| async {
+                if true {
+                    panic!("kaboom");
+                }
+                "unreachable"
+            }),
+        );
+        let app = chain(router, auditor(dir.path(), "Metadata"));
+        let resp = app
+            .oneshot(request("/boom"))
+            .await
+            .unwrap_or_else(|e| match e {});
+        assert_eq!(resp.status(), 500, "the panic-recovery filter answers");
+        let events = events(dir.path());
+        let last = events.last().cloned().unwrap_or_default();
+        assert_eq!(last["stage"], "Panic");
+        assert_eq!(last["responseStatus"]["code"], 500);
+        assert_eq!(
+            last["responseStatus"]["message"],
+            "APIServer panic'd: kaboom"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_request_still_completes() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let router = axum::Router::new().route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                "late"
+            }),
+        );
+        let app = chain(router, auditor(dir.path(), "Metadata"));
+        let cut = tokio::time::timeout(Duration::from_millis(50), app.oneshot(request("/slow")));
+        assert!(cut.await.is_err());
+        let mut stages = Vec::new();
+        for _ in 0..50 {
+            stages = events(dir.path());
+            if stages.len() == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(stages.len(), 2, "{stages:#?}");
+        assert_eq!(stages[1]["stage"], "ResponseComplete");
+        assert_eq!(stages[1]["responseStatus"]["code"], 504);
+    }
+
+    #[test]
+    fn failed_authentication_names_the_credentials() {
+        let with = |header: Option<&str>, uri: &str| {
+            let mut b = http::Request::builder().uri(uri);
+            if let Some(h) = header {
+                b = b.header(http::header::AUTHORIZATION, h);
+            }
+            auth_methods(&b.body(Body::empty()).unwrap_or_default())
+        };
+        assert_eq!(
+            with(None, "/api"),
+            "Authentication failed, no credentials provided"
+        );
+        assert_eq!(
+            with(Some("Bearer abc"), "/api"),
+            "Authentication failed, attempted: bearer"
+        );
+        assert_eq!(
+            with(Some("Basic YTpi"), "/api?access_token=x"),
+            "Authentication failed, attempted: basic, access_token"
+        );
+        assert_eq!(
+            with(Some("Bearer"), "/api"),
+            "Authentication failed, no credentials provided"
+        );
+    }
+}
