@@ -17,9 +17,8 @@
 //! records one `ResponseStarted` event without a user, as kube-apiserver's
 //! failed-authentication handler does.
 //!
-//! The audit ID of an event is the request's
-//! [`AuditId`](crate::filters::audit_id::AuditId), set by the outermost
-//! filter and echoed as the `Audit-Id` response header.
+//! The audit ID of an event is the request's [`AuditId`], set by the
+//! outermost filter and echoed as the `Audit-Id` response header.
 
 pub mod backend;
 pub mod event;
