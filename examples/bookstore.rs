@@ -149,6 +149,7 @@ fn main() -> anyhow::Result<()> {
         authentication: Default::default(),
         authorization: Default::default(),
         identity_lease: Default::default(),
+        audit: Default::default(),
     };
     let version = VersionInfo {
         major: "1".into(),

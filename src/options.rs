@@ -184,6 +184,39 @@ pub(crate) struct ServeOptions {
     /// File with authorization policy in JSON lines format, used with --authorization-mode=ABAC, on the secure port.
     #[arg(long, help_heading = "Authorization")]
     authorization_policy_file: Option<PathBuf>,
+    /// Path to the file that defines the audit policy configuration.
+    #[arg(long, help_heading = "Auditing")]
+    audit_policy_file: Option<PathBuf>,
+    /// If set, all requests coming to the apiserver will be logged to this file.  '-' means standard out.
+    #[arg(long, help_heading = "Auditing")]
+    audit_log_path: Option<PathBuf>,
+    /// The maximum number of days to retain old audit log files based on the timestamp encoded in their filename.
+    #[arg(long, default_value_t = 0, help_heading = "Auditing")]
+    audit_log_maxage: u64,
+    /// The maximum number of old audit log files to retain. Setting a value of 0 will mean there's no restriction on the number of files.
+    #[arg(long, default_value_t = 0, help_heading = "Auditing")]
+    audit_log_maxbackup: usize,
+    /// The maximum size in megabytes of the audit log file before it gets rotated.
+    #[arg(long, default_value_t = 0, help_heading = "Auditing")]
+    audit_log_maxsize: u64,
+    /// Format of saved audits. "legacy" indicates 1-line text format for each event. "json" indicates structured json format. Known formats are legacy,json.
+    #[arg(long, default_value = "json", help_heading = "Auditing")]
+    audit_log_format: String,
+    /// Path to a kubeconfig formatted file that defines the audit webhook configuration.
+    #[arg(long, help_heading = "Auditing")]
+    audit_webhook_config_file: Option<PathBuf>,
+    /// Strategy for sending audit events. Blocking indicates sending events should block server responses. Batch causes the backend to buffer and write events asynchronously. Known modes are batch,blocking.
+    #[arg(long, default_value = "batch", help_heading = "Auditing")]
+    audit_webhook_mode: String,
+    /// The size of the buffer to store events before batching and writing. Only used in batch mode.
+    #[arg(long, default_value_t = 10000, help_heading = "Auditing")]
+    audit_webhook_batch_buffer_size: usize,
+    /// The maximum size of a batch. Only used in batch mode.
+    #[arg(long, default_value_t = 400, help_heading = "Auditing")]
+    audit_webhook_batch_max_size: usize,
+    /// The amount of time to wait before force writing the batch that hadn't reached the max size. Only used in batch mode.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Auditing")]
+    audit_webhook_batch_max_wait: SignedDuration,
     /// Log verbosity (0 = info, 2+ = debug, 5+ = trace); RUST_LOG overrides it.
     #[arg(short = 'v', long = "v", default_value_t = 0, help_heading = "Logs")]
     verbosity: u8,
@@ -346,6 +379,55 @@ impl ServeOptions {
             );
             anonymous = false;
         }
+        let log_format = match self.audit_log_format.as_str() {
+            "json" => apiforge_runtime::audit::backend::log::LogFormat::Json,
+            "legacy" => apiforge_runtime::audit::backend::log::LogFormat::Legacy,
+            other => {
+                errors.push(format!(
+                    "--audit-log-format {other:?} invalid, must be one of: legacy,json"
+                ));
+                Default::default()
+            }
+        };
+        let webhook_mode = match self.audit_webhook_mode.as_str() {
+            "batch" => apiforge_runtime::audit::backend::webhook::WebhookMode::Batch,
+            "blocking" => apiforge_runtime::audit::backend::webhook::WebhookMode::Blocking,
+            other => {
+                errors.push(format!(
+                    "--audit-webhook-mode {other:?} invalid, must be one of: batch,blocking"
+                ));
+                Default::default()
+            }
+        };
+        if self.audit_webhook_batch_max_size == 0 {
+            errors.push("--audit-webhook-batch-max-size must be positive".to_string());
+        }
+        if self.audit_webhook_batch_max_wait.negative
+            || self.audit_webhook_batch_max_wait.duration.is_zero()
+        {
+            errors.push("--audit-webhook-batch-max-wait must be positive".to_string());
+        }
+        let audit = apiforge_runtime::audit::Options {
+            policy_file: self.audit_policy_file.clone(),
+            log: self.audit_log_path.clone().map(|path| {
+                apiforge_runtime::audit::backend::log::LogOptions {
+                    path,
+                    max_age_days: self.audit_log_maxage,
+                    max_backups: self.audit_log_maxbackup,
+                    max_size_mib: self.audit_log_maxsize,
+                    format: log_format,
+                }
+            }),
+            webhook: self.audit_webhook_config_file.clone().map(|config_file| {
+                apiforge_runtime::audit::backend::webhook::WebhookOptions {
+                    config_file,
+                    mode: webhook_mode,
+                    buffer_size: self.audit_webhook_batch_buffer_size,
+                    batch_max_size: self.audit_webhook_batch_max_size,
+                    batch_max_wait: self.audit_webhook_batch_max_wait.duration,
+                }
+            }),
+        };
         if !errors.is_empty() {
             bail!("invalid options:\n  {}", errors.join("\n  "));
         }
@@ -418,6 +500,7 @@ impl ServeOptions {
                     cors_allowed_origins,
                     hsts_directives: hsts,
                 },
+                audit,
             },
         })
     }

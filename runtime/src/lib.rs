@@ -64,6 +64,8 @@ pub mod validation;
 #[cfg(feature = "server")]
 pub mod admission;
 #[cfg(feature = "server")]
+pub mod audit;
+#[cfg(feature = "server")]
 pub mod authn;
 #[cfg(feature = "server")]
 pub mod authz;

@@ -167,8 +167,15 @@ pub async fn filter(
         .get::<UserInfo>()
         .cloned()
         .unwrap_or_else(UserInfo::anonymous);
+    let impersonating = req
+        .headers()
+        .keys()
+        .any(|k| k.as_str().starts_with("impersonate-"));
     match impersonate(&authorizer, requestor, req.headers_mut()) {
         Ok(user) => {
+            if impersonating {
+                crate::audit::record_impersonated_user(&req, &user);
+            }
             if user.in_group(super::MASTERS_GROUP) {
                 req.extensions_mut()
                     .insert(crate::filters::max_in_flight::LimitExempt);

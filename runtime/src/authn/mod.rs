@@ -334,15 +334,26 @@ fn bearer_token(headers: &HeaderMap) -> Option<String> {
     (!token.is_empty()).then(|| token.to_string())
 }
 
+/// The state of the authentication [`filter`].
+#[derive(Clone)]
+pub struct Authentication {
+    /// Who requests are from.
+    pub authenticator: Arc<Authenticator>,
+    /// With auditing on: where requests that fail authentication are
+    /// audited ([`crate::audit::failed_authentication`]).
+    pub failed_audit: Option<Arc<crate::audit::Auditor>>,
+}
+
 /// The authentication filter: the request's [`UserInfo`] goes into its
-/// extensions, or the request ends with 401.
+/// extensions, or the request ends with 401 (audited, with auditing on).
 pub async fn filter(
-    axum::extract::State(authenticator): axum::extract::State<Arc<Authenticator>>,
+    axum::extract::State(state): axum::extract::State<Authentication>,
     mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let cert = req.extensions().get::<ClientCertificate>().cloned();
-    match authenticator
+    match state
+        .authenticator
         .authenticate(req.headers_mut(), cert.as_ref())
         .await
     {
@@ -350,7 +361,12 @@ pub async fn filter(
             req.extensions_mut().insert(user);
             next.run(req).await
         }
-        Err(e) => crate::endpoints::error_response(&e),
+        Err(e) => {
+            if let Some(auditor) = &state.failed_audit {
+                crate::audit::failed_authentication(auditor, req, e.code()).await;
+            }
+            crate::endpoints::error_response(&e)
+        }
     }
 }
 

@@ -326,8 +326,13 @@ pub async fn filter(
         .get::<UserInfo>()
         .cloned()
         .unwrap_or_else(UserInfo::anonymous);
-    match authorizer.check(&Attributes::from_request_info(&user, &info)) {
-        Ok(()) => next.run(req).await,
-        Err(e) => crate::endpoints::error_response(&e),
+    let attrs = Attributes::from_request_info(&user, &info);
+    let (decision, reason) = authorizer.authorize(&attrs);
+    let allowed = decision == Decision::Allow;
+    crate::audit::annotate_decision(&req, allowed, &reason);
+    if allowed {
+        next.run(req).await
+    } else {
+        crate::endpoints::error_response(&forbidden(&attrs, &reason).into())
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! Outermost first:
 //!
-//! 1. [`audit_id`]: reads or generates the request's `Audit-ID` and echoes
-//!    it as the `Audit-Id` response header;
+//! 1. [`audit_id`]: reads or generates the request's `Audit-ID` (the one
+//!    [`audit_id::AuditId`] of the request, which audit events, logs and
+//!    the `Audit-Id` response header all use);
 //! 2. [`request_info`]: parses the path into [`RequestInfo`] and records
 //!    the arrival time, for every filter below;
 //! 3. [`metrics`]: `apiserver_request_total`, request durations, long-running
@@ -18,8 +19,14 @@
 //! 8. [`cors`] and [`hsts`]: CORS (with `--cors-allowed-origins`) and
 //!    `Strict-Transport-Security` (with
 //!    `--strict-transport-security-directives`);
-//! 9. authentication ([`crate::authn::filter`]), then the **audit slot** and
-//!    impersonation ([`crate::authn::impersonation::filter`]);
+//! 9. authentication ([`crate::authn::filter`]; with auditing on, requests
+//!    failing it are audited by [`crate::audit::failed_authentication`]),
+//!    then the **audit slot** ([`crate::audit::filter`], with
+//!    `--audit-policy-file` and a backend) and impersonation
+//!    ([`crate::authn::impersonation::filter`]). The audit filter sees the
+//!    authenticated user and puts an [`crate::audit::AuditContext`] into the
+//!    request, through which impersonation records the impersonated user
+//!    and authorization its decision;
 //! 10. API Priority and Fairness ([`crate::flowcontrol`], with
 //!     `--enable-priority-and-fairness`, the default) or else
 //!     [`max_in_flight`]: `--max-requests-inflight` /
@@ -88,6 +95,11 @@ impl Default for ChainConfig {
     }
 }
 
+/// The peer address of a request's connection, in its extensions (set by
+/// the server for every request; audit events list it in `sourceIPs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
 /// The shared state of the chain the server keeps a handle on (for
 /// draining at shutdown).
 #[derive(Clone)]
@@ -111,13 +123,15 @@ pub fn is_long_running(info: &RequestInfo) -> bool {
 }
 
 /// Wraps the director in the filter chain. Returns the router to serve and
-/// the handles the server needs at shutdown.
+/// the handles the server needs at shutdown. Without an `auditor` the audit
+/// slot stays empty.
 pub fn build(
     director: axum::Router,
     config: &ChainConfig,
     authenticator: Arc<crate::authn::Authenticator>,
     authorizer: Arc<crate::authz::Authorizer>,
     flow_control: Option<Arc<crate::flowcontrol::FlowControl>>,
+    auditor: Option<Arc<crate::audit::Auditor>>,
 ) -> (axum::Router, ChainHandles) {
     let in_flight = Arc::new(in_flight::InFlight::default());
     let handles = ChainHandles {
@@ -134,13 +148,21 @@ pub fn build(
         Some(fc) => router.layer(from_fn_with_state(fc, crate::flowcontrol::filter)),
         None => router.layer(from_fn_with_state(limits, max_in_flight::filter)),
     };
+    let router = router.layer(from_fn_with_state(
+        authorizer,
+        crate::authn::impersonation::filter,
+    ));
+    // -- audit slot
+    let router = match auditor.clone() {
+        Some(auditor) => router.layer(from_fn_with_state(auditor, crate::audit::filter)),
+        None => router,
+    };
+    let authentication = crate::authn::Authentication {
+        authenticator,
+        failed_audit: auditor,
+    };
     let router = router
-        .layer(from_fn_with_state(
-            authorizer,
-            crate::authn::impersonation::filter,
-        ))
-        // -- audit slot
-        .layer(from_fn_with_state(authenticator, crate::authn::filter))
+        .layer(from_fn_with_state(authentication, crate::authn::filter))
         .layer(from_fn_with_state(
             Arc::new(cors::Cors::new(config.cors_allowed_origins.clone())),
             cors::filter,

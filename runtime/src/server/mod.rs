@@ -41,6 +41,9 @@ pub enum Error {
     /// Authentication or authorization configuration could not be loaded.
     #[error("{0}")]
     Auth(String),
+    /// The audit policy or a backend could not be loaded.
+    #[error("{0}")]
+    Audit(String),
     /// The listener could not be bound.
     #[error("failed to listen on {0}: {1}")]
     Bind(SocketAddr, #[source] std::io::Error),
@@ -83,6 +86,9 @@ pub struct Config {
     pub authorization: crate::authz::Options,
     /// Identity lease timing.
     pub identity_lease: crate::controllers::identity_lease::Options,
+    /// Auditing (`--audit-policy-file`, `--audit-log-*`,
+    /// `--audit-webhook-*`).
+    pub audit: crate::audit::Options,
 }
 
 impl Config {
@@ -152,6 +158,7 @@ pub async fn run(
         .map_err(|e| Error::Auth(e.to_string()))?;
     let authorizer = crate::authz::Authorizer::new(&config.authorization)
         .map_err(|e| Error::Auth(e.to_string()))?;
+    let auditor = crate::audit::Auditor::new(&config.audit).map_err(Error::Audit)?;
 
     let addr = SocketAddr::new(config.bind_address, config.secure_port);
     let listener = TcpListener::bind(addr)
@@ -266,6 +273,7 @@ pub async fn run(
         Arc::new(server.authenticator().clone()),
         Arc::new(server.authorizer().clone()),
         flow_control,
+        auditor,
     );
     let hook_ctx = lifecycle::HookContext {
         server: server.clone(),
@@ -316,6 +324,7 @@ pub async fn run(
                             if let Some(cert) = &cert {
                                 req.extensions_mut().insert(cert.clone());
                             }
+                            req.extensions_mut().insert(crate::filters::PeerAddr(peer));
                             req
                         },
                     ));

@@ -1,0 +1,4 @@
+//! Where audit events go: the log file and the webhook.
+
+pub mod log;
+pub mod webhook;
