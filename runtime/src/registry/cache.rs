@@ -663,12 +663,16 @@ async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), S
         let object = decode(kv).map_err(|e| e.to_string())?;
         objects.insert(kv.key.clone(), Arc::new(object));
     }
+    // The cached objects hold their own encodings: the stored values are
+    // not needed any more, and this function lives as long as the watch.
+    let revision = list.revision;
+    drop(list);
     let mut stream = cache
         .storage
-        .watch(&cache.prefix, list.revision, true)
+        .watch(&cache.prefix, revision, true)
         .await
         .map_err(|e| e.to_string())?;
-    cache.replace(objects, list.revision);
+    cache.replace(objects, revision);
     loop {
         let item = tokio::select! {
             item = stream.next() => item,
