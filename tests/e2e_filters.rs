@@ -16,29 +16,6 @@ fn config_map(name: &str) -> Vec<u8> {
     .expect("json")
 }
 
-/// Starts a POST whose announced body never arrives: its handler waits for
-/// the body, holding a mutating in-flight slot until the request times out.
-async fn stalled_post(
-    server: &common::Server,
-    token: &str,
-) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    let auth = format!("Bearer {token}");
-    let mut stream = raw::connect(server).await;
-    raw::send(
-        &mut stream,
-        "POST",
-        CONFIGMAPS,
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-            ("Content-Length", "1000"),
-        ],
-        b"{",
-    )
-    .await;
-    stream
-}
-
 #[tokio::test]
 async fn limits_and_timeouts() {
     // system:masters (the admin) is never limited: the limited requests are
@@ -76,7 +53,7 @@ async fn limits_and_timeouts() {
 
     // A request holding the only mutating slot.
     let started = Instant::now();
-    let mut stalled = stalled_post(&server, "limited-token").await;
+    let mut stalled = raw::stalled_post(&server, CONFIGMAPS, "limited-token").await;
     let mut rejected = None;
     while started.elapsed() < Duration::from_secs(3) {
         let resp = raw::request_as(

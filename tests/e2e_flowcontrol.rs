@@ -31,29 +31,6 @@ async fn as_user(server: &common::Server, token: &str, method: &str, path: &str)
     raw::read_response(&mut stream).await
 }
 
-/// A POST whose announced body never arrives: it holds its seat (or its
-/// place in a queue) until the connection is dropped.
-async fn stalled_post(
-    server: &common::Server,
-    token: &str,
-) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    let auth = format!("Bearer {token}");
-    let mut stream = raw::connect(server).await;
-    raw::send(
-        &mut stream,
-        "POST",
-        CONFIGMAPS,
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-            ("Content-Length", "1000"),
-        ],
-        b"{",
-    )
-    .await;
-    stream
-}
-
 async fn uids(api: &Api<DynamicObject>) -> std::collections::BTreeMap<String, String> {
     api.list(&ListParams::default())
         .await
@@ -250,9 +227,9 @@ async fn priority_and_fairness() {
     }
 
     // One request executes, one waits, the next ones get 429.
-    let executing = stalled_post(&server, "slow-token").await;
+    let executing = raw::stalled_post(&server, CONFIGMAPS, "slow-token").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let queued = stalled_post(&server, "slow-token").await;
+    let queued = raw::stalled_post(&server, CONFIGMAPS, "slow-token").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut rejected = None;
     let started = Instant::now();

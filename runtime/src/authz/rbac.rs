@@ -669,22 +669,6 @@ const KINDS: [(&str, &str); 4] = [
     ("rolebindings", "RoleBinding"),
 ];
 
-/// The served stores of the RBAC kinds (v1), with their kind names.
-fn rbac_stores(server: &ApiServer) -> Vec<(Store, &'static str)> {
-    let mut out: Vec<(Store, &'static str)> = Vec::new();
-    for (store, info) in server.stores() {
-        if info.group != GROUP {
-            continue;
-        }
-        if let Some((_, kind)) = KINDS.iter().find(|(plural, _)| *plural == info.plural)
-            && !out.iter().any(|(s, _)| Arc::ptr_eq(s.kind(), store.kind()))
-        {
-            out.push((store.clone(), kind));
-        }
-    }
-    out
-}
-
 /// Creates the missing [`bootstrap_objects`], then keeps the RBAC
 /// authorizer's snapshot equal to the stored objects (re-read whenever one
 /// changes). Does nothing unless RBAC is a mode and its kinds are served;
@@ -696,7 +680,7 @@ pub async fn start(
     let Some(rbac) = server.authorizer().rbac().cloned() else {
         return Ok(());
     };
-    let stores = rbac_stores(server);
+    let stores = server.stores_of(GROUP, &KINDS);
     if stores.is_empty() {
         return Ok(());
     }

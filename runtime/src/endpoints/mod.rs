@@ -191,6 +191,28 @@ impl ApiServer {
         self.stores.values().map(|(store, info)| (store, *info))
     }
 
+    /// One store per kind of `group` named in `kinds` (`(plural, kind)`
+    /// pairs), with its kind name: what controllers that read a whole
+    /// built-in group (RBAC, flow control) work on.
+    pub fn stores_of(
+        &self,
+        group: &str,
+        kinds: &[(&str, &'static str)],
+    ) -> Vec<(Store, &'static str)> {
+        let mut out: Vec<(Store, &'static str)> = Vec::new();
+        for (store, info) in self.stores() {
+            if info.group != group {
+                continue;
+            }
+            if let Some((_, kind)) = kinds.iter().find(|(plural, _)| *plural == info.plural)
+                && !out.iter().any(|(s, _)| Arc::ptr_eq(s.kind(), store.kind()))
+            {
+                out.push((store.clone(), kind));
+            }
+        }
+        out
+    }
+
     /// The authenticator.
     pub fn authenticator(&self) -> &crate::authn::Authenticator {
         &self.authenticator

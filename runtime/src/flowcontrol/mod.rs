@@ -379,21 +379,6 @@ const KINDS: [(&str, &str); 2] = [
     ("prioritylevelconfigurations", "PriorityLevelConfiguration"),
 ];
 
-fn stores(server: &ApiServer) -> Vec<(Store, &'static str)> {
-    let mut out: Vec<(Store, &'static str)> = Vec::new();
-    for (store, info) in server.stores() {
-        if info.group != GROUP {
-            continue;
-        }
-        if let Some((_, kind)) = KINDS.iter().find(|(plural, _)| *plural == info.plural)
-            && !out.iter().any(|(s, _)| Arc::ptr_eq(s.kind(), store.kind()))
-        {
-            out.push((store.clone(), kind));
-        }
-    }
-    out
-}
-
 fn meta_str(obj: &Value, key: &str) -> String {
     obj.pointer(&format!("/metadata/{key}"))
         .and_then(Value::as_str)
@@ -493,7 +478,7 @@ pub async fn start(
     fc: Arc<FlowControl>,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> ApiResult<()> {
-    let stores = stores(server);
+    let stores = server.stores_of(GROUP, &KINDS);
     if stores.is_empty() {
         return Ok(());
     }
