@@ -194,7 +194,6 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
 /// A POST to `path` whose announced body never arrives: its handler waits
 /// for the body, holding its in-flight seat (or its place in a flow-control
 /// queue) until the request times out or the connection is dropped.
-#[allow(dead_code)]
 pub async fn stalled_post(server: &Server, path: &str, token: &str) -> TlsStream<TcpStream> {
     let auth = format!("Bearer {token}");
     let mut stream = connect(server).await;
