@@ -179,9 +179,18 @@ pub(crate) struct ServeOptions {
     /// The API version of the authentication.k8s.io TokenReview to send to and expect from the webhook.
     #[arg(long, default_value = "v1", help_heading = "Authentication")]
     authentication_token_webhook_version: String,
-    /// Identifiers of the API. The service account token authenticator will validate that tokens used against the API are bound to at least one of these audiences.
+    /// Identifiers of the API. The service account token authenticator will validate that tokens used against the API are bound to at least one of these audiences. If unset, the --service-account-issuer values are used.
     #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
     api_audiences: Vec<String>,
+    /// Identifier of the service account token issuer. The issuer will assert this identifier in "iss" claim of issued tokens. When this flag is specified multiple times, the first is used to generate tokens and all are used to determine which issuers are accepted.
+    #[arg(long, help_heading = "Authentication")]
+    service_account_issuer: Vec<String>,
+    /// File containing PEM-encoded x509 RSA or ECDSA private or public keys, used to verify ServiceAccount tokens. The specified file can contain multiple keys, and the flag can be specified multiple times with different files. If unspecified, --service-account-signing-key-file is used.
+    #[arg(long, help_heading = "Authentication")]
+    service_account_key_file: Vec<PathBuf>,
+    /// Path to the file that contains the current private key of the service account token issuer. (Tokens are not issued yet: the key only serves as the default verification key.)
+    #[arg(long, help_heading = "Authentication")]
+    service_account_signing_key_file: Option<PathBuf>,
     /// Enables anonymous requests to the secure port of the API server. Requests that are not rejected by another authentication method are treated as anonymous requests (user system:anonymous, group system:unauthenticated). Turned off with AlwaysAllow authorization.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
     anonymous_auth: bool,
@@ -442,6 +451,42 @@ impl ServeOptions {
                 errors.push(format!("{flag} must not be negative"));
             }
         }
+        let issuers: Vec<String> = self
+            .service_account_issuer
+            .iter()
+            .map(|i| i.trim().to_string())
+            .filter(|i| !i.is_empty())
+            .collect();
+        let mut service_account_keys = self.service_account_key_file.clone();
+        if service_account_keys.is_empty()
+            && let Some(signing) = &self.service_account_signing_key_file
+        {
+            service_account_keys.push(signing.clone());
+        }
+        if !issuers.is_empty() && service_account_keys.is_empty() {
+            errors.push(
+                "--service-account-issuer requires --service-account-key-file or --service-account-signing-key-file"
+                    .to_string(),
+            );
+        }
+        if issuers.is_empty()
+            && (self.service_account_signing_key_file.is_some()
+                || !self.service_account_key_file.is_empty())
+        {
+            errors.push(
+                "--service-account-key-file and --service-account-signing-key-file need --service-account-issuer"
+                    .to_string(),
+            );
+        }
+        let mut api_audiences: Vec<String> = self
+            .api_audiences
+            .iter()
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if api_audiences.is_empty() {
+            api_audiences = issuers.clone();
+        }
         let mut anonymous = self.anonymous_auth;
         if anonymous && modes.contains(&apiforge_runtime::authz::Mode::AlwaysAllow) {
             tracing::warn!(
@@ -557,12 +602,11 @@ impl ServeOptions {
                             version: self.authentication_token_webhook_version,
                         }
                     }),
-                    api_audiences: self
-                        .api_audiences
-                        .into_iter()
-                        .map(|a| a.trim().to_string())
-                        .filter(|a| !a.is_empty())
-                        .collect(),
+                    api_audiences,
+                    service_accounts: apiforge_runtime::authn::service_account::Options {
+                        issuers,
+                        key_files: service_account_keys,
+                    },
                 },
                 authorization: apiforge_runtime::authz::Options {
                     modes,

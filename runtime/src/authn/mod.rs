@@ -15,6 +15,7 @@
 pub mod bootstrap_token;
 pub mod impersonation;
 pub mod request_header;
+pub mod service_account;
 mod token_file;
 pub mod webhook;
 pub(crate) mod x509;
@@ -160,6 +161,9 @@ pub struct Options {
     /// `--api-audiences`: the audiences tokens must be meant for (none: no
     /// audience check).
     pub api_audiences: Vec<String>,
+    /// `--service-account-issuer` and `--service-account-key-file`
+    /// (service-account tokens are off without issuers).
+    pub service_accounts: service_account::Options,
 }
 
 impl Options {
@@ -184,6 +188,7 @@ impl Default for Options {
             request_header: Default::default(),
             webhook: None,
             api_audiences: Vec::new(),
+            service_accounts: Default::default(),
         }
     }
 }
@@ -197,6 +202,9 @@ pub enum Error {
     /// A CA file could not be used.
     #[error("{0}")]
     Ca(String),
+    /// The service-account key files are unusable.
+    #[error("{0}")]
+    ServiceAccount(String),
     /// The token webhook is misconfigured.
     #[error("{0}")]
     Webhook(String),
@@ -224,6 +232,7 @@ pub struct Authenticator {
     secrets: Option<crate::registry::Store>,
     webhook: Option<Arc<webhook::TokenWebhook>>,
     api_audiences: Vec<String>,
+    service_accounts: Option<Arc<service_account::ServiceAccountTokens>>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -271,6 +280,13 @@ impl Authenticator {
                 .transpose()?
                 .map(Arc::new),
             api_audiences: options.api_audiences.clone(),
+            service_accounts: if options.service_accounts.issuers.is_empty() {
+                None
+            } else {
+                Some(Arc::new(service_account::ServiceAccountTokens::new(
+                    &options.service_accounts,
+                )?))
+            },
         })
     }
 
@@ -339,7 +355,8 @@ impl Authenticator {
 
 impl Authenticator {
     /// Runs the bearer-token authenticators in kube-apiserver's order
-    /// (token file, admin token, bootstrap tokens, webhook) on `token`,
+    /// (token file, admin token, service-account tokens, bootstrap tokens,
+    /// webhook) on `token`,
     /// for `audiences` (empty: no audience check). The user (without
     /// `system:authenticated`) and the audiences the token is good for, or
     /// why the token is refused: the authenticators' errors, or upstream's
@@ -359,22 +376,30 @@ impl Authenticator {
             .filter(|a| self.api_audiences.contains(a))
             .cloned()
             .collect();
-        if audiences.is_empty() || !implicit.is_empty() {
-            let mut user = self.tokens.lookup(token).cloned();
-            if user.is_none() && constant_time_eq(token.as_bytes(), self.admin_token.as_bytes()) {
-                user = Some(UserInfo::new(ADMIN_USER, &[MASTERS_GROUP]));
+        let agnostic = audiences.is_empty() || !implicit.is_empty();
+        if agnostic {
+            if let Some(user) = self.tokens.lookup(token) {
+                return Ok((user.clone(), implicit));
             }
-            if user.is_none()
-                && self.bootstrap_tokens
-                && let Some(secrets) = &self.secrets
-            {
-                user = bootstrap_token::authenticate(secrets, token).await;
-            }
-            if let Some(user) = user {
-                return Ok((user, implicit));
+            if constant_time_eq(token.as_bytes(), self.admin_token.as_bytes()) {
+                return Ok((UserInfo::new(ADMIN_USER, &[MASTERS_GROUP]), implicit));
             }
         }
         let mut errors = Vec::new();
+        if let Some(sa) = &self.service_accounts {
+            match sa.authenticate(token, audiences, &self.api_audiences) {
+                Ok(Some(found)) => return Ok(found),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if agnostic
+            && self.bootstrap_tokens
+            && let Some(secrets) = &self.secrets
+            && let Some(user) = bootstrap_token::authenticate(secrets, token).await
+        {
+            return Ok((user, implicit));
+        }
         if let Some(webhook) = &self.webhook {
             match webhook.authenticate(token, audiences).await {
                 Ok(Some(found)) => return Ok(found),
@@ -475,6 +500,7 @@ mod tests {
             secrets: None,
             webhook: None,
             api_audiences: Vec::new(),
+            service_accounts: None,
         }
     }
 
