@@ -48,7 +48,7 @@ pub enum Error {
     Status {
         /// The HTTP status code.
         code: u16,
-        /// The kind that was posted (for the message).
+        /// What was posted, as client-go names it (`tokenreviews.authentication.k8s.io`).
         kind: String,
     },
     /// The webhook's answer is not the expected JSON.
@@ -382,5 +382,81 @@ impl<V: Clone> TtlCache<V> {
             }
         }
         entries.insert(key, (now + ttl, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn cache_expires_and_skips_zero_ttl() {
+        let cache = TtlCache::default();
+        cache.set("a".into(), 1, Duration::from_millis(50));
+        cache.set("b".into(), 2, Duration::ZERO);
+        assert_eq!(cache.get("a"), Some(1));
+        assert_eq!(cache.get("b"), None);
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert_eq!(cache.get("a"), None);
+    }
+
+    #[test]
+    fn retries_transport_errors_429_and_5xx_only() {
+        let status = |code| Error::Status {
+            code,
+            kind: "tokenreviews.authentication.k8s.io".into(),
+        };
+        assert!(status(500).retryable() && status(429).retryable());
+        assert!(!status(403).retryable());
+        assert!(
+            Error::Transport {
+                url: "https://x".into(),
+                message: "refused".into()
+            }
+            .retryable()
+        );
+        assert_eq!(
+            status(500).to_string(),
+            "the server responded with the status code 500 but did not return more information (post tokenreviews.authentication.k8s.io)"
+        );
+    }
+
+    #[test]
+    fn kubeconfig_current_context() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("kubeconfig");
+        let text = r#"
+apiVersion: v1
+kind: Config
+clusters:
+- name: first
+  cluster: {server: "http://127.0.0.1:1/first"}
+- name: second
+  cluster: {server: "http://127.0.0.1:2/second"}
+users:
+- name: u
+  user: {token: secret}
+contexts:
+- name: ctx
+  context: {cluster: second, user: u}
+current-context: ctx
+"#;
+        std::fs::write(&path, text).expect("write");
+        let client = Client::from_kubeconfig(&path).expect("client");
+        assert_eq!(client.url(), "http://127.0.0.1:2/second");
+        assert_eq!(client.bearer.as_deref(), Some("secret"));
+        std::fs::write(
+            &path,
+            "clusters:\n- name: c\n  cluster: {server: \"https://h\"}\n",
+        )
+        .expect("write");
+        assert_eq!(
+            Client::from_kubeconfig(&path)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err(format!(
+                "webhook config file {path:?}: an https webhook needs certificate-authority(-data)"
+            ))
+        );
     }
 }

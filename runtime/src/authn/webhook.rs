@@ -135,7 +135,7 @@ impl TokenWebhook {
         });
         let answer = self
             .client
-            .post_json("TokenReview", &review)
+            .post_json("tokenreviews.authentication.k8s.io", &review)
             .await
             .map_err(|e| e.to_string())?;
         let status = answer.get("status").cloned().unwrap_or_default();

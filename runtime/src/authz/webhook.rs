@@ -131,7 +131,7 @@ impl Authorize for SubjectAccessWebhook {
         });
         let answer = self
             .client
-            .post_json("SubjectAccessReview", &review)
+            .post_json("subjectaccessreviews.authorization.k8s.io", &review)
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "Failed to make webhook authorizer request");
