@@ -511,3 +511,76 @@ async fn webhook_mode_flags_are_validated() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn review_resources_are_in_discovery() {
+    let server = Server::start().await;
+    let admin = common::raw::token(&server);
+    let resp = get(&server, &admin, "/apis/authentication.k8s.io/v1").await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        resp.json(),
+        json!({"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": "authentication.k8s.io/v1", "resources": [
+                {"name": "selfsubjectreviews", "singularName": "selfsubjectreview",
+                    "namespaced": false, "kind": "SelfSubjectReview", "verbs": ["create"]},
+                {"name": "tokenreviews", "singularName": "tokenreview",
+                    "namespaced": false, "kind": "TokenReview", "verbs": ["create"]}]})
+    );
+    let resp = get(&server, &admin, "/apis/authorization.k8s.io").await;
+    assert_eq!(
+        resp.json()["preferredVersion"],
+        json!({"groupVersion": "authorization.k8s.io/v1", "version": "v1"})
+    );
+    let groups = get(&server, &admin, "/apis").await.json();
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .map(|g| g.iter().filter_map(|g| g["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(names.contains(&"authentication.k8s.io"), "{names:?}");
+    assert!(names.contains(&"authorization.k8s.io"), "{names:?}");
+    let aggregated = request_as(
+        &server,
+        &admin,
+        "GET",
+        "/apis",
+        &[(
+            "Accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        )],
+        b"",
+    )
+    .await
+    .json();
+    let authz = aggregated["items"]
+        .as_array()
+        .and_then(|items| {
+            items
+                .iter()
+                .find(|i| i["metadata"]["name"] == "authorization.k8s.io")
+        })
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        authz["versions"][0]["resources"][0],
+        json!({"resource": "localsubjectaccessreviews",
+            "responseKind": {"group": "authorization.k8s.io", "version": "v1",
+                "kind": "LocalSubjectAccessReview"},
+            "scope": "Namespaced", "singularResource": "localsubjectaccessreview",
+            "verbs": ["create"]})
+    );
+    // kubectl resolves the review resources through discovery.
+    let out = common::kubectl::Kubectl::new(&server).ok(&[
+        "api-resources",
+        "--api-group=authentication.k8s.io",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "selfsubjectreviews.authentication.k8s.io",
+            "tokenreviews.authentication.k8s.io"
+        ]
+    );
+}
