@@ -170,10 +170,31 @@ pub(crate) struct ServeOptions {
         help_heading = "Authentication"
     )]
     requestheader_extra_headers_prefix: Vec<String>,
+    /// File with webhook configuration for token authentication in kubeconfig format. The API server will query the remote service to determine authentication for bearer tokens.
+    #[arg(long, help_heading = "Authentication")]
+    authentication_token_webhook_config_file: Option<PathBuf>,
+    /// The duration to cache responses from the webhook token authenticator.
+    #[arg(long, default_value = "2m0s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Authentication")]
+    authentication_token_webhook_cache_ttl: SignedDuration,
+    /// The API version of the authentication.k8s.io TokenReview to send to and expect from the webhook.
+    #[arg(long, default_value = "v1", help_heading = "Authentication")]
+    authentication_token_webhook_version: String,
+    /// Identifiers of the API. The service account token authenticator will validate that tokens used against the API are bound to at least one of these audiences. If unset, the --service-account-issuer values are used.
+    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
+    api_audiences: Vec<String>,
+    /// Identifier of the service account token issuer. The issuer will assert this identifier in "iss" claim of issued tokens. When this flag is specified multiple times, the first is used to generate tokens and all are used to determine which issuers are accepted.
+    #[arg(long, help_heading = "Authentication")]
+    service_account_issuer: Vec<String>,
+    /// File containing PEM-encoded x509 RSA or ECDSA private or public keys, used to verify ServiceAccount tokens. The specified file can contain multiple keys, and the flag can be specified multiple times with different files. If unspecified, --service-account-signing-key-file is used.
+    #[arg(long, help_heading = "Authentication")]
+    service_account_key_file: Vec<PathBuf>,
+    /// Path to the file that contains the current private key of the service account token issuer. (Tokens are not issued yet: the key only serves as the default verification key.)
+    #[arg(long, help_heading = "Authentication")]
+    service_account_signing_key_file: Option<PathBuf>,
     /// Enables anonymous requests to the secure port of the API server. Requests that are not rejected by another authentication method are treated as anonymous requests (user system:anonymous, group system:unauthenticated). Turned off with AlwaysAllow authorization.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
     anonymous_auth: bool,
-    /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of: AlwaysAllow,AlwaysDeny,ABAC,RBAC.
+    /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of: AlwaysAllow,AlwaysDeny,ABAC,Webhook,RBAC.
     #[arg(
         long,
         value_delimiter = ',',
@@ -184,6 +205,18 @@ pub(crate) struct ServeOptions {
     /// File with authorization policy in JSON lines format, used with --authorization-mode=ABAC, on the secure port.
     #[arg(long, help_heading = "Authorization")]
     authorization_policy_file: Option<PathBuf>,
+    /// File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook. The API server will query the remote service to determine access on the API server's secure port.
+    #[arg(long, help_heading = "Authorization")]
+    authorization_webhook_config_file: Option<PathBuf>,
+    /// The duration to cache 'authorized' responses from the webhook authorizer.
+    #[arg(long, default_value = "5m0s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Authorization")]
+    authorization_webhook_cache_authorized_ttl: SignedDuration,
+    /// The duration to cache 'unauthorized' responses from the webhook authorizer.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Authorization")]
+    authorization_webhook_cache_unauthorized_ttl: SignedDuration,
+    /// The API version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook.
+    #[arg(long, default_value = "v1", help_heading = "Authorization")]
+    authorization_webhook_version: String,
     /// Path to the file that defines the audit policy configuration.
     #[arg(long, help_heading = "Auditing")]
     audit_policy_file: Option<PathBuf>,
@@ -372,6 +405,88 @@ impl ServeOptions {
         if !abac && self.authorization_policy_file.is_some() {
             errors.push("cannot specify --authorization-policy-file without mode ABAC".to_string());
         }
+        let webhook = modes.contains(&apiforge_runtime::authz::Mode::Webhook);
+        if webhook && self.authorization_webhook_config_file.is_none() {
+            errors.push(
+                "authorization-mode Webhook's authorization config file not passed".to_string(),
+            );
+        }
+        if !webhook && self.authorization_webhook_config_file.is_some() {
+            errors.push(
+                "cannot specify --authorization-webhook-config-file without mode Webhook"
+                    .to_string(),
+            );
+        }
+        for (flag, version) in [
+            (
+                "--authentication-token-webhook-version",
+                &self.authentication_token_webhook_version,
+            ),
+            (
+                "--authorization-webhook-version",
+                &self.authorization_webhook_version,
+            ),
+        ] {
+            if !matches!(version.as_str(), "v1" | "v1beta1") {
+                errors.push(format!(
+                    "{flag} {version:?} is not supported, must be one of: v1,v1beta1"
+                ));
+            }
+        }
+        for (flag, ttl) in [
+            (
+                "--authentication-token-webhook-cache-ttl",
+                self.authentication_token_webhook_cache_ttl,
+            ),
+            (
+                "--authorization-webhook-cache-authorized-ttl",
+                self.authorization_webhook_cache_authorized_ttl,
+            ),
+            (
+                "--authorization-webhook-cache-unauthorized-ttl",
+                self.authorization_webhook_cache_unauthorized_ttl,
+            ),
+        ] {
+            if ttl.negative {
+                errors.push(format!("{flag} must not be negative"));
+            }
+        }
+        let issuers: Vec<String> = self
+            .service_account_issuer
+            .iter()
+            .map(|i| i.trim().to_string())
+            .filter(|i| !i.is_empty())
+            .collect();
+        let mut service_account_keys = self.service_account_key_file.clone();
+        if service_account_keys.is_empty()
+            && let Some(signing) = &self.service_account_signing_key_file
+        {
+            service_account_keys.push(signing.clone());
+        }
+        if !issuers.is_empty() && service_account_keys.is_empty() {
+            errors.push(
+                "--service-account-issuer requires --service-account-key-file or --service-account-signing-key-file"
+                    .to_string(),
+            );
+        }
+        if issuers.is_empty()
+            && (self.service_account_signing_key_file.is_some()
+                || !self.service_account_key_file.is_empty())
+        {
+            errors.push(
+                "--service-account-key-file and --service-account-signing-key-file need --service-account-issuer"
+                    .to_string(),
+            );
+        }
+        let mut api_audiences: Vec<String> = self
+            .api_audiences
+            .iter()
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if api_audiences.is_empty() {
+            api_audiences = issuers.clone();
+        }
         let mut anonymous = self.anonymous_auth;
         if anonymous && modes.contains(&apiforge_runtime::authz::Mode::AlwaysAllow) {
             tracing::warn!(
@@ -480,10 +595,30 @@ impl ServeOptions {
                         group_headers: self.requestheader_group_headers,
                         extra_headers_prefix: self.requestheader_extra_headers_prefix,
                     },
+                    webhook: self.authentication_token_webhook_config_file.map(|file| {
+                        apiforge_runtime::authn::webhook::Options {
+                            config_file: file,
+                            cache_ttl: self.authentication_token_webhook_cache_ttl.duration,
+                            version: self.authentication_token_webhook_version,
+                        }
+                    }),
+                    api_audiences,
+                    service_accounts: apiforge_runtime::authn::service_account::Options {
+                        issuers,
+                        key_files: service_account_keys,
+                    },
                 },
                 authorization: apiforge_runtime::authz::Options {
                     modes,
                     policy_file: self.authorization_policy_file,
+                    webhook: apiforge_runtime::authz::webhook::Options {
+                        config_file: self.authorization_webhook_config_file,
+                        authorized_ttl: self.authorization_webhook_cache_authorized_ttl.duration,
+                        unauthorized_ttl: self
+                            .authorization_webhook_cache_unauthorized_ttl
+                            .duration,
+                        version: self.authorization_webhook_version,
+                    },
                 },
                 filters: apiforge_runtime::filters::ChainConfig {
                     request_timeout: self.request_timeout.duration,

@@ -38,6 +38,9 @@ pub fn build(scheme: &Scheme) -> Value {
             );
         }
     }
+    let (review_groups, review_lists) = discovery::review_documents(scheme);
+    group_docs.extend(review_groups);
+    resource_lists.extend(review_lists);
     json!({
         "openapi_v2": openapi_v2,
         "openapi_v3": openapi_v3,

@@ -24,6 +24,163 @@ pub const RESOURCE_VERBS: [&str; 8] = [
 /// The verbs of the `status` and `scale` subresources.
 pub const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
 
+/// A create-only review resource answered by `authz::reviews` rather than
+/// the registry: group, version, plural, singular, kind, namespaced.
+pub type ReviewResource = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+);
+
+/// The review resources kube-apiserver lists in discovery (verbs
+/// `create`; no `storageVersionHash`, nothing is stored).
+pub const REVIEW_RESOURCES: [ReviewResource; 7] = [
+    (
+        "authentication.k8s.io",
+        "v1",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        "SelfSubjectReview",
+        false,
+    ),
+    (
+        "authentication.k8s.io",
+        "v1",
+        "tokenreviews",
+        "tokenreview",
+        "TokenReview",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        "LocalSubjectAccessReview",
+        true,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        "SelfSubjectRulesReview",
+        false,
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        "SubjectAccessReview",
+        false,
+    ),
+    (
+        "authentication.k8s.io",
+        "v1beta1",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        "SelfSubjectReview",
+        false,
+    ),
+];
+
+/// The review groups a scheme does not define itself, each with its
+/// versions (preferred first).
+fn review_groups(scheme: &Scheme) -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut out: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+    for (group, version, ..) in REVIEW_RESOURCES {
+        if scheme.group(group).is_some() {
+            continue;
+        }
+        match out.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, versions)) if !versions.contains(&version) => versions.push(version),
+            Some(_) => {}
+            None => out.push((group, vec![version])),
+        }
+    }
+    out
+}
+
+fn review_api_group(group: &str, versions: &[&str]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": group_version(group, v), "version": v}))
+        .collect();
+    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group, "versions": versions, "preferredVersion": preferred})
+}
+
+/// Discovery documents by key.
+pub type Documents = Vec<(String, Value)>;
+
+/// `GET /apis/<group>` and `GET /apis/<group>/<version>` documents of the
+/// review groups the scheme does not define: (group, document) and
+/// (`apis/<group>/<version>`, document).
+pub fn review_documents(scheme: &Scheme) -> (Documents, Documents) {
+    let mut groups = Vec::new();
+    let mut lists = Vec::new();
+    for (group, versions) in review_groups(scheme) {
+        let mut doc = json!({"kind": "APIGroup", "apiVersion": "v1"});
+        if let (Value::Object(out), Value::Object(map)) =
+            (&mut doc, review_api_group(group, &versions))
+        {
+            out.extend(map);
+        }
+        groups.push((group.to_string(), doc));
+        for version in versions {
+            let resources: Vec<Value> = REVIEW_RESOURCES
+                .iter()
+                .filter(|r| r.0 == group && r.1 == version)
+                .map(|(_, _, plural, singular, kind, namespaced)| {
+                    json!({"name": plural, "singularName": singular, "namespaced": namespaced,
+                        "kind": kind, "verbs": ["create"]})
+                })
+                .collect();
+            lists.push((
+                format!("apis/{group}/{version}"),
+                json!({"kind": "APIResourceList", "apiVersion": "v1",
+                    "groupVersion": group_version(group, version), "resources": resources}),
+            ));
+        }
+    }
+    (groups, lists)
+}
+
+fn review_aggregated(group: &str, versions: &[&str]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|version| {
+            let resources: Vec<Value> = REVIEW_RESOURCES
+                .iter()
+                .filter(|r| r.0 == group && r.1 == *version)
+                .map(|(_, _, plural, singular, kind, namespaced)| {
+                    json!({
+                        "resource": plural,
+                        "responseKind": {"group": group, "version": version, "kind": kind},
+                        "scope": if *namespaced { "Namespaced" } else { "Cluster" },
+                        "singularResource": singular,
+                        "verbs": ["create"],
+                    })
+                })
+                .collect();
+            json!({"version": version, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    json!({"metadata": {"name": group}, "versions": versions})
+}
+
 /// The subresources of a kind in one version: name and response kind
 /// (`group`, `version`, `kind`), status first, as CRDs list them.
 fn subresources(info: &KindInfo) -> Vec<(&'static str, [&'static str; 3])> {
@@ -113,6 +270,11 @@ pub fn api_group_list(scheme: &Scheme) -> Value {
         .iter()
         .filter(|g| !g.name.is_empty())
         .map(api_group)
+        .chain(
+            review_groups(scheme)
+                .into_iter()
+                .map(|(g, versions)| review_api_group(g, &versions)),
+        )
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
@@ -219,12 +381,19 @@ fn aggregated_group(group: &Group) -> Value {
 /// Aggregated discovery for `/api` (`core = true`) or `/apis`, in
 /// `apidiscovery.k8s.io/<api_version>` (`v2` or `v2beta1`).
 pub fn aggregated(scheme: &Scheme, core: bool, api_version: &str) -> Value {
-    let items: Vec<Value> = scheme
+    let mut items: Vec<Value> = scheme
         .groups()
         .iter()
         .filter(|g| g.name.is_empty() == core)
         .map(aggregated_group)
         .collect();
+    if !core {
+        items.extend(
+            review_groups(scheme)
+                .into_iter()
+                .map(|(g, versions)| review_aggregated(g, &versions)),
+        );
+    }
     json!({
         "kind": "APIGroupDiscoveryList",
         "apiVersion": format!("apidiscovery.k8s.io/{api_version}"),

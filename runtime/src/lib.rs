@@ -25,7 +25,7 @@
 //!   and the built-in `NamespaceLifecycle` plugin.
 //! - [`authn`]: who makes a request — client certificates, tokens,
 //!   anonymous — and impersonation; [`authz`]: what they may do —
-//!   AlwaysAllow, AlwaysDeny, ABAC, RBAC — and the request guard.
+//!   AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC — and the request guard.
 //! - [`controllers`]: the server's own control loops (namespace deletion).
 //! - [`storage`]: the etcd-shaped [`storage::Storage`] trait and its backends.
 //! - [`patch`]: JSON, merge and strategic merge patches, and the strict
@@ -42,6 +42,8 @@
 //! - [`server`]: options, TLS, the listener, the admin kubeconfig, health
 //!   checks, post-start/pre-shutdown hooks and graceful shutdown.
 //! - [`warning`]: `Warning: 299` response headers recorded during a request.
+//! - [`webhook`]: clients of kubeconfig-named webhooks (token
+//!   authentication, authorization, the audit backend).
 //!
 //! Without `server` only the type-level half is built; that is what build
 //! scripts link.
@@ -93,6 +95,8 @@ pub mod server;
 pub mod storage;
 #[cfg(feature = "server")]
 pub mod warning;
+#[cfg(feature = "server")]
+pub mod webhook;
 
 pub use apiforge_macros::{Convert, Resource, Validate};
 

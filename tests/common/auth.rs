@@ -35,6 +35,11 @@ impl TestCa {
         }
     }
 
+    /// The issuer, to sign other certificates with.
+    pub fn issuer(&self) -> &Issuer<'static, KeyPair> {
+        &self.issuer
+    }
+
     /// Writes the CA certificate to `dir/<file>` and returns the path.
     pub fn write(&self, dir: &Path, file: &str) -> PathBuf {
         let path = dir.join(file);

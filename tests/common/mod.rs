@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod kubectl;
 pub mod raw;
+pub mod webhook;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

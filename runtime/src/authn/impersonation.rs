@@ -32,7 +32,7 @@ const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
 
 /// Applies the impersonation headers of a request made by `requestor`:
 /// returns the user to act as (the requestor when there are none).
-pub fn impersonate(
+pub async fn impersonate(
     authorizer: &Authorizer,
     requestor: UserInfo,
     headers: &mut HeaderMap,
@@ -84,23 +84,24 @@ pub fn impersonate(
         .into());
     };
 
-    let check = |group: &str, resource: &str, subresource: &str, namespace: &str, name: &str| {
-        let attrs = Attributes {
-            user: requestor.clone(),
-            verb: "impersonate".into(),
-            resource_request: true,
-            namespace: namespace.into(),
-            api_group: group.into(),
-            resource: resource.into(),
-            subresource: subresource.into(),
-            name: name.into(),
-            ..Default::default()
+    let check =
+        async |group: &str, resource: &str, subresource: &str, namespace: &str, name: &str| {
+            let attrs = Attributes {
+                user: requestor.clone(),
+                verb: "impersonate".into(),
+                resource_request: true,
+                namespace: namespace.into(),
+                api_group: group.into(),
+                resource: resource.into(),
+                subresource: subresource.into(),
+                name: name.into(),
+                ..Default::default()
+            };
+            match authorizer.authorize(&attrs).await {
+                (Decision::Allow, _) => Ok(()),
+                (_, reason) => Err(ApiError::from(forbidden(&attrs, &reason))),
+            }
         };
-        match authorizer.authorize(&attrs) {
-            (Decision::Allow, _) => Ok(()),
-            (_, reason) => Err(ApiError::from(forbidden(&attrs, &reason))),
-        }
-    };
 
     let mut effective_groups = groups.clone();
     match user
@@ -108,7 +109,7 @@ pub fn impersonate(
         .and_then(|rest| rest.split_once(':'))
     {
         Some((ns, name)) => {
-            check("", "serviceaccounts", "", ns, name)?;
+            check("", "serviceaccounts", "", ns, name).await?;
             if groups.is_empty() {
                 effective_groups = vec![
                     SERVICE_ACCOUNTS_GROUP.to_string(),
@@ -116,18 +117,18 @@ pub fn impersonate(
                 ];
             }
         }
-        None => check("", "users", "", "", &user)?,
+        None => check("", "users", "", "", &user).await?,
     }
     for g in &groups {
-        check("", "groups", "", "", g)?;
+        check("", "groups", "", "", g).await?;
     }
     for (k, vs) in &extra {
         for v in vs {
-            check(AUTHENTICATION_GROUP, "userextras", k, "", v)?;
+            check(AUTHENTICATION_GROUP, "userextras", k, "", v).await?;
         }
     }
     if let Some(u) = &uid {
-        check(AUTHENTICATION_GROUP, "uids", "", "", u)?;
+        check(AUTHENTICATION_GROUP, "uids", "", "", u).await?;
     }
 
     let marker = if user == ANONYMOUS_USER {
@@ -171,7 +172,7 @@ pub async fn filter(
         .headers()
         .keys()
         .any(|k| k.as_str().starts_with("impersonate-"));
-    match impersonate(&authorizer, requestor, req.headers_mut()) {
+    match impersonate(&authorizer, requestor, req.headers_mut()).await {
         Ok(user) => {
             if impersonating {
                 crate::audit::record_impersonated_user(&req, &user);
@@ -216,17 +217,21 @@ mod tests {
     /// Allows alice to impersonate `bob` and group `dev` only.
     struct OnlyBob;
 
+    #[async_trait::async_trait]
     impl Authorize for OnlyBob {
-        fn authorize(&self, a: &Attributes) -> (Decision, String) {
+        async fn authorize(
+            &self,
+            a: &Attributes,
+        ) -> Result<(Decision, String), crate::authz::EvaluationError> {
             let ok = a.verb == "impersonate"
                 && ((a.resource == "users" && a.name == "bob")
                     || (a.resource == "groups" && a.name == "dev")
                     || (a.resource == "userextras" && a.subresource == "scopes"));
-            if ok {
+            Ok(if ok {
                 (Decision::Allow, String::new())
             } else {
                 (Decision::NoOpinion, String::new())
-            }
+            })
         }
     }
 
@@ -243,8 +248,8 @@ mod tests {
         h
     }
 
-    #[test]
-    fn impersonation() {
+    #[tokio::test]
+    async fn impersonation() {
         let authz = Authorizer::from_parts(vec![Arc::new(OnlyBob)]);
         let alice = UserInfo::new("alice", &[AUTHENTICATED_GROUP]);
         let mut h = headers(&[
@@ -252,14 +257,16 @@ mod tests {
             ("Impersonate-Group", "dev"),
             ("Impersonate-Extra-Scopes", "view"),
         ]);
-        let u = impersonate(&authz, alice.clone(), &mut h).unwrap_or_default();
+        let u = impersonate(&authz, alice.clone(), &mut h)
+            .await
+            .unwrap_or_default();
         assert_eq!(u.name, "bob");
         assert_eq!(u.groups, ["dev", AUTHENTICATED_GROUP]);
         assert_eq!(u.extra["scopes"], ["view"]);
         assert!(h.is_empty());
 
         let mut h = headers(&[("Impersonate-User", "carol")]);
-        let err = impersonate(&authz, alice.clone(), &mut h).err();
+        let err = impersonate(&authz, alice.clone(), &mut h).await.err();
         assert_eq!(
             err.map(|e| e.0.message.clone()).unwrap_or_default(),
             "users \"carol\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
@@ -267,13 +274,16 @@ mod tests {
         let mut h = headers(&[("Impersonate-Group", "dev")]);
         assert_eq!(
             impersonate(&authz, alice.clone(), &mut h)
+                .await
                 .map_err(|e| e.code())
                 .err(),
             Some(400)
         );
         let mut h = HeaderMap::new();
         assert_eq!(
-            impersonate(&authz, alice.clone(), &mut h).unwrap_or_default(),
+            impersonate(&authz, alice.clone(), &mut h)
+                .await
+                .unwrap_or_default(),
             alice
         );
     }

@@ -2,7 +2,8 @@
 //!
 //! A union of authenticators is tried in kube-apiserver's order — x509
 //! client certificates (`--client-ca-file`), bearer tokens (the static
-//! token file `--token-auth-file`, then the server's own admin token) —
+//! token file `--token-auth-file`, the server's own admin token, bootstrap
+//! tokens, then the token [`webhook`]) —
 //! and the first that recognises the request wins. Every authenticated user
 //! gets the group `system:authenticated`. When nothing recognises the
 //! request, it is anonymous (`system:anonymous` in `system:unauthenticated`)
@@ -14,7 +15,9 @@
 pub mod bootstrap_token;
 pub mod impersonation;
 pub mod request_header;
+pub mod service_account;
 mod token_file;
+pub mod webhook;
 pub(crate) mod x509;
 
 use std::collections::BTreeMap;
@@ -153,6 +156,14 @@ pub struct Options {
     pub bootstrap_tokens: bool,
     /// The `--requestheader-*` front-proxy settings.
     pub request_header: request_header::Options,
+    /// `--authentication-token-webhook-*`, when a config file is given.
+    pub webhook: Option<webhook::Options>,
+    /// `--api-audiences`: the audiences tokens must be meant for (none: no
+    /// audience check).
+    pub api_audiences: Vec<String>,
+    /// `--service-account-issuer` and `--service-account-key-file`
+    /// (service-account tokens are off without issuers).
+    pub service_accounts: service_account::Options,
 }
 
 impl Options {
@@ -175,6 +186,9 @@ impl Default for Options {
             anonymous: true,
             bootstrap_tokens: false,
             request_header: Default::default(),
+            webhook: None,
+            api_audiences: Vec::new(),
+            service_accounts: Default::default(),
         }
     }
 }
@@ -188,6 +202,12 @@ pub enum Error {
     /// A CA file could not be used.
     #[error("{0}")]
     Ca(String),
+    /// The service-account key files are unusable.
+    #[error("{0}")]
+    ServiceAccount(String),
+    /// The token webhook is misconfigured.
+    #[error("{0}")]
+    Webhook(String),
     /// The token file is malformed.
     #[error("{path}: line {line}: {message}")]
     TokenFile {
@@ -210,6 +230,9 @@ pub struct Authenticator {
     anonymous: bool,
     bootstrap_tokens: bool,
     secrets: Option<crate::registry::Store>,
+    webhook: Option<Arc<webhook::TokenWebhook>>,
+    api_audiences: Vec<String>,
+    service_accounts: Option<Arc<service_account::ServiceAccountTokens>>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -219,6 +242,7 @@ impl std::fmt::Debug for Authenticator {
             .field("request_header", &self.request_header.is_some())
             .field("anonymous", &self.anonymous)
             .field("bootstrap_tokens", &self.bootstrap_tokens)
+            .field("webhook", &self.webhook.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -249,6 +273,20 @@ impl Authenticator {
             anonymous: options.anonymous,
             bootstrap_tokens: options.bootstrap_tokens,
             secrets: None,
+            webhook: options
+                .webhook
+                .as_ref()
+                .map(|w| webhook::TokenWebhook::new(w, &options.api_audiences))
+                .transpose()?
+                .map(Arc::new),
+            api_audiences: options.api_audiences.clone(),
+            service_accounts: if options.service_accounts.issuers.is_empty() {
+                None
+            } else {
+                Some(Arc::new(service_account::ServiceAccountTokens::new(
+                    &options.service_accounts,
+                )?))
+            },
         })
     }
 
@@ -296,29 +334,101 @@ impl Authenticator {
             }
         }
         if let Some(token) = bearer_token(headers) {
-            let mut user = self.tokens.lookup(&token).cloned().or_else(|| {
-                constant_time_eq(token.as_bytes(), self.admin_token.as_bytes())
-                    .then(|| UserInfo::new(ADMIN_USER, &[MASTERS_GROUP]))
-            });
-            if user.is_none()
-                && self.bootstrap_tokens
-                && let Some(secrets) = &self.secrets
-            {
-                user = bootstrap_token::authenticate(secrets, &token).await;
-            }
-            match user {
-                Some(mut user) => {
+            match self.authenticate_token(&token, &self.api_audiences).await {
+                Ok((mut user, _)) => {
                     headers.remove(header::AUTHORIZATION);
                     user.add_authenticated_group();
                     return Ok(user);
                 }
-                None => failed = true,
+                Err(e) => {
+                    tracing::debug!(error = %e, "bearer token rejected");
+                    failed = true;
+                }
             }
         }
         if failed || !self.anonymous {
             return Err(Status::unauthorized().into());
         }
         Ok(UserInfo::anonymous())
+    }
+}
+
+impl Authenticator {
+    /// Runs the bearer-token authenticators in kube-apiserver's order
+    /// (token file, admin token, service-account tokens, bootstrap tokens,
+    /// webhook) on `token`,
+    /// for `audiences` (empty: no audience check). The user (without
+    /// `system:authenticated`) and the audiences the token is good for, or
+    /// why the token is refused: the authenticators' errors, or upstream's
+    /// `invalid bearer token`.
+    ///
+    /// The token file, admin and bootstrap tokens are audience-agnostic:
+    /// with audiences asked for, they are good for those of the
+    /// `--api-audiences` (and not tried when there are none), as
+    /// upstream's `WrapAudienceAgnosticToken`.
+    pub async fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let implicit: Vec<String> = audiences
+            .iter()
+            .filter(|a| self.api_audiences.contains(a))
+            .cloned()
+            .collect();
+        let agnostic = audiences.is_empty() || !implicit.is_empty();
+        if agnostic {
+            if let Some(user) = self.tokens.lookup(token) {
+                return Ok((user.clone(), implicit));
+            }
+            if constant_time_eq(token.as_bytes(), self.admin_token.as_bytes()) {
+                return Ok((UserInfo::new(ADMIN_USER, &[MASTERS_GROUP]), implicit));
+            }
+        }
+        let mut errors = Vec::new();
+        if let Some(sa) = &self.service_accounts {
+            match sa.authenticate(token, audiences, &self.api_audiences) {
+                Ok(Some(found)) => return Ok(found),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if agnostic
+            && self.bootstrap_tokens
+            && let Some(secrets) = &self.secrets
+            && let Some(user) = bootstrap_token::authenticate(secrets, token).await
+        {
+            return Ok((user, implicit));
+        }
+        if let Some(webhook) = &self.webhook {
+            match webhook.authenticate(token, audiences).await {
+                Ok(Some(found)) => return Ok(found),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        Err(match errors.len() {
+            0 => "invalid bearer token".to_string(),
+            1 => errors.remove(0),
+            _ => format!("[{}]", errors.join(", ")),
+        })
+    }
+
+    /// `--api-audiences`.
+    pub fn api_audiences(&self) -> &[String] {
+        &self.api_audiences
+    }
+
+    /// Authenticates `token` as a TokenReview does: with `system:authenticated`
+    /// appended, for `audiences`.
+    pub async fn review_token(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), String> {
+        let (mut user, audiences) = self.authenticate_token(token, audiences).await?;
+        user.add_authenticated_group();
+        Ok((user, audiences))
     }
 }
 
@@ -388,6 +498,9 @@ mod tests {
             anonymous,
             bootstrap_tokens: false,
             secrets: None,
+            webhook: None,
+            api_audiences: Vec::new(),
+            service_accounts: None,
         }
     }
 

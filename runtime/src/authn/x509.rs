@@ -22,13 +22,13 @@ pub(super) struct Subject {
 }
 
 /// One DER element: its tag and content.
-struct Tlv<'a> {
-    tag: u8,
-    content: &'a [u8],
+pub(super) struct Tlv<'a> {
+    pub(super) tag: u8,
+    pub(super) content: &'a [u8],
 }
 
 /// Reads the element at the start of `input`; returns it and the rest.
-fn read(input: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
+pub(super) fn read(input: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
     let (&tag, rest) = input.split_first()?;
     let (&first, mut rest) = rest.split_first()?;
     let len = if first < 0x80 {
@@ -52,7 +52,7 @@ fn read(input: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
 }
 
 /// Reads the element at the start of `input`, which must have `tag`.
-fn expect(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
+pub(super) fn expect(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
     let (tlv, rest) = read(input)?;
     (tlv.tag == tag).then_some((tlv.content, rest))
 }

@@ -133,13 +133,17 @@ impl Policy {
     }
 }
 
+#[async_trait::async_trait]
 impl Authorize for PolicyList {
-    fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
-        if self.0.iter().any(|p| p.matches(attrs)) {
+    async fn authorize(
+        &self,
+        attrs: &Attributes,
+    ) -> Result<(Decision, String), super::EvaluationError> {
+        Ok(if self.0.iter().any(|p| p.matches(attrs)) {
             (Decision::Allow, String::new())
         } else {
             (Decision::NoOpinion, "No policy matched.".into())
-        }
+        })
     }
 }
 

@@ -33,7 +33,7 @@ impl EscalationCheck {
         EscalationCheck { authorizer, rbac }
     }
 
-    fn may(
+    async fn may(
         &self,
         user: &UserInfo,
         verb: &str,
@@ -51,7 +51,7 @@ impl EscalationCheck {
             name: name.into(),
             ..Default::default()
         };
-        self.authorizer.authorize(&attrs).0 == Decision::Allow
+        self.authorizer.authorize(&attrs).await.0 == Decision::Allow
     }
 
     fn refuse(attrs: &admission::Attributes, user: &UserInfo, missing: &[PolicyRule]) -> Error {
@@ -106,7 +106,10 @@ impl Plugin for EscalationCheck {
         let name = attrs.error_name();
         match attrs.resource.as_str() {
             "roles" | "clusterroles" => {
-                if self.may(&user, "escalate", &attrs.resource, &attrs.namespace, &name) {
+                if self
+                    .may(&user, "escalate", &attrs.resource, &attrs.namespace, &name)
+                    .await
+                {
                     return Ok(());
                 }
                 if attrs.resource == "clusterroles"
@@ -145,7 +148,10 @@ impl Plugin for EscalationCheck {
                 } else {
                     ("clusterroles", attrs.namespace.as_str())
                 };
-                if self.may(&user, "bind", resource, namespace, &role_ref.name) {
+                if self
+                    .may(&user, "bind", resource, namespace, &role_ref.name)
+                    .await
+                {
                     return Ok(());
                 }
                 let Some(rules) = snapshot.role_rules(&role_ref, &attrs.namespace) else {

@@ -4,7 +4,7 @@
 //! [`RequestInfo`](crate::endpoints::request_info::RequestInfo) and the
 //! authenticated [`UserInfo`]). The configured authorizers
 //! (`--authorization-mode`, a comma list evaluated in order: `AlwaysAllow`,
-//! `AlwaysDeny`, `ABAC`, `RBAC`) form a union behind the privileged group
+//! `AlwaysDeny`, `ABAC`, `Webhook`, `RBAC`) form a union behind the privileged group
 //! `system:masters`, which is always allowed: the first authorizer with an
 //! opinion decides, and a request nobody allows is refused with
 //! Kubernetes' 403 Forbidden Status.
@@ -13,6 +13,7 @@ pub mod abac;
 pub mod escalation;
 pub mod rbac;
 pub mod reviews;
+pub mod webhook;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -82,10 +83,30 @@ pub enum Decision {
     NoOpinion,
 }
 
+/// An authorizer that could not evaluate a request (a webhook that could
+/// not be called); the union goes on to the next authorizer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EvaluationError(pub String);
+
 /// One authorization mode.
+#[async_trait::async_trait]
 pub trait Authorize: Send + Sync {
-    /// Decides on `attrs`, with a human-readable reason.
-    fn authorize(&self, attrs: &Attributes) -> (Decision, String);
+    /// Decides on `attrs`, with a human-readable reason; an error counts as
+    /// no opinion.
+    async fn authorize(&self, attrs: &Attributes) -> Result<(Decision, String), EvaluationError>;
+}
+
+/// The union's verdict on a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The decision.
+    pub decision: Decision,
+    /// The reasons of the authorizers, newline-joined.
+    pub reason: String,
+    /// The errors of authorizers that could not decide (`None` when all
+    /// could), as Go's aggregate error prints them.
+    pub error: Option<String>,
 }
 
 /// The names of `--authorization-mode`.
@@ -99,6 +120,8 @@ pub enum Mode {
     Abac,
     /// Role-based access control (rbac.authorization.k8s.io objects).
     Rbac,
+    /// A SubjectAccessReview webhook (`--authorization-webhook-*`).
+    Webhook,
 }
 
 impl std::str::FromStr for Mode {
@@ -110,8 +133,9 @@ impl std::str::FromStr for Mode {
             "AlwaysDeny" => Ok(Mode::AlwaysDeny),
             "ABAC" => Ok(Mode::Abac),
             "RBAC" => Ok(Mode::Rbac),
+            "Webhook" => Ok(Mode::Webhook),
             other => Err(format!(
-                "authorization-mode {other:?} is not a valid mode (AlwaysAllow, AlwaysDeny, ABAC, RBAC)"
+                "authorization-mode {other:?} is not a valid mode (AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC)"
             )),
         }
     }
@@ -124,6 +148,8 @@ pub struct Options {
     pub modes: Vec<Mode>,
     /// `--authorization-policy-file` (ABAC).
     pub policy_file: Option<PathBuf>,
+    /// `--authorization-webhook-*` (mode `Webhook`).
+    pub webhook: webhook::Options,
 }
 
 impl Default for Options {
@@ -131,6 +157,7 @@ impl Default for Options {
         Options {
             modes: vec![Mode::Rbac],
             policy_file: None,
+            webhook: webhook::Options::default(),
         }
     }
 }
@@ -158,17 +185,19 @@ pub enum Error {
 
 struct AlwaysAllow;
 
+#[async_trait::async_trait]
 impl Authorize for AlwaysAllow {
-    fn authorize(&self, _: &Attributes) -> (Decision, String) {
-        (Decision::Allow, String::new())
+    async fn authorize(&self, _: &Attributes) -> Result<(Decision, String), EvaluationError> {
+        Ok((Decision::Allow, String::new()))
     }
 }
 
 struct AlwaysDeny;
 
+#[async_trait::async_trait]
 impl Authorize for AlwaysDeny {
-    fn authorize(&self, _: &Attributes) -> (Decision, String) {
-        (Decision::NoOpinion, "Everything is forbidden.".into())
+    async fn authorize(&self, _: &Attributes) -> Result<(Decision, String), EvaluationError> {
+        Ok((Decision::NoOpinion, "Everything is forbidden.".into()))
     }
 }
 
@@ -204,6 +233,11 @@ impl Authorizer {
                     })?;
                     chain.push(Arc::new(abac::PolicyList::load(path)?));
                 }
+                Mode::Webhook => {
+                    chain.push(Arc::new(webhook::SubjectAccessWebhook::new(
+                        &options.webhook,
+                    )?));
+                }
                 Mode::Rbac => {
                     let r = Arc::new(rbac::Rbac::default());
                     chain.push(r.clone());
@@ -228,25 +262,52 @@ impl Authorizer {
     /// The union's decision: `system:masters` is allowed; otherwise the
     /// first authorizer with an opinion decides; reasons of the others are
     /// joined with newlines.
-    pub fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
+    pub async fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
+        let v = self.evaluate(attrs).await;
+        (v.decision, v.reason)
+    }
+
+    /// The union's [`Verdict`], with the errors of authorizers that could
+    /// not decide (they count as no opinion, as upstream's union).
+    pub async fn evaluate(&self, attrs: &Attributes) -> Verdict {
         if attrs.user.in_group(MASTERS_GROUP) {
-            return (Decision::Allow, String::new());
+            return Verdict {
+                decision: Decision::Allow,
+                reason: String::new(),
+                error: None,
+            };
         }
         let mut reasons = Vec::new();
+        let mut errors = Vec::new();
         for a in &self.chain {
-            let (decision, reason) = a.authorize(attrs);
-            match decision {
-                Decision::Allow | Decision::Deny => return (decision, reason),
-                Decision::NoOpinion if !reason.is_empty() => reasons.push(reason),
-                Decision::NoOpinion => {}
+            match a.authorize(attrs).await {
+                Ok((decision @ (Decision::Allow | Decision::Deny), reason)) => {
+                    return Verdict {
+                        decision,
+                        reason,
+                        error: None,
+                    };
+                }
+                Ok((Decision::NoOpinion, reason)) if !reason.is_empty() => reasons.push(reason),
+                Ok((Decision::NoOpinion, _)) => {}
+                Err(e) => errors.push(e.0),
             }
         }
-        (Decision::NoOpinion, reasons.join("\n"))
+        let error = match errors.len() {
+            0 => None,
+            1 => errors.pop(),
+            _ => Some(format!("[{}]", errors.join(", "))),
+        };
+        Verdict {
+            decision: Decision::NoOpinion,
+            reason: reasons.join("\n"),
+            error,
+        }
     }
 
     /// `Ok` when allowed, else the 403 Forbidden Status.
-    pub fn check(&self, attrs: &Attributes) -> Result<(), ApiError> {
-        match self.authorize(attrs) {
+    pub async fn check(&self, attrs: &Attributes) -> Result<(), ApiError> {
+        match self.authorize(attrs).await {
             (Decision::Allow, _) => Ok(()),
             (_, reason) => Err(forbidden(attrs, &reason).into()),
         }
@@ -327,12 +388,45 @@ pub async fn filter(
         .cloned()
         .unwrap_or_else(UserInfo::anonymous);
     let attrs = Attributes::from_request_info(&user, &info);
-    let (decision, reason) = authorizer.authorize(&attrs);
-    let allowed = decision == Decision::Allow;
-    crate::audit::annotate_decision(&req, allowed, &reason);
+    let verdict = authorizer.evaluate(&attrs).await;
+    let allowed = verdict.decision == Decision::Allow;
+    if !allowed && let Some(error) = &verdict.error {
+        // Upstream's `responsewriters.InternalError`: plain text, not a
+        // Status.
+        tracing::error!(%error, "authorization failed");
+        crate::audit::annotate_decision(&req, false, "internal error");
+        return internal_error(req.uri(), error);
+    }
+    crate::audit::annotate_decision(&req, allowed, &verdict.reason);
     if allowed {
         next.run(req).await
     } else {
-        crate::endpoints::error_response(&forbidden(&attrs, &reason).into())
+        crate::endpoints::error_response(&forbidden(&attrs, &verdict.reason).into())
     }
+}
+
+/// kube-apiserver's answer when authorization failed with an error: 500,
+/// `text/plain`, `Internal Server Error: "<request URI>": <error>` (HTML
+/// special characters escaped, as Go's `http.Error` after upstream's
+/// sanitizer).
+fn internal_error(uri: &http::Uri, error: &str) -> axum::response::Response {
+    let request_uri = uri.path_and_query().map_or("/", |p| p.as_str());
+    let text = format!("Internal Server Error: {request_uri:?}: {error}")
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&#34;")
+        .replace('\'', "&#39;");
+    let mut resp = axum::response::Response::new(axum::body::Body::from(format!("{text}\n")));
+    *resp.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+    let headers = resp.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        http::header::X_CONTENT_TYPE_OPTIONS,
+        http::HeaderValue::from_static("nosniff"),
+    );
+    resp
 }

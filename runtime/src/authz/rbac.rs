@@ -507,9 +507,13 @@ impl Rbac {
     }
 }
 
+#[async_trait::async_trait]
 impl Authorize for Rbac {
-    fn authorize(&self, attrs: &Attributes) -> (Decision, String) {
-        self.snapshot().authorize(attrs)
+    async fn authorize(
+        &self,
+        attrs: &Attributes,
+    ) -> Result<(Decision, String), super::EvaluationError> {
+        Ok(self.snapshot().authorize(attrs))
     }
 }
 

@@ -5,7 +5,8 @@
 //!   SubjectAccessReview and LocalSubjectAccessReview (may they?), and
 //!   SelfSubjectRulesReview (what may I do in a namespace — from RBAC);
 //! - `authentication.k8s.io/v1` (and `v1beta1`) SelfSubjectReview (who am
-//!   I).
+//!   I), and `v1` TokenReview (who is this bearer token: the server's token
+//!   authenticators, as kube-apiserver's `tokenreviews` storage runs them).
 //!
 //! Bodies are JSON or Kubernetes protobuf (kubectl 1.32+ sends these kinds
 //! as protobuf); the answer is the request object with its `status` filled,
@@ -21,7 +22,7 @@ use prost::Message;
 use serde_json::{Value, json};
 
 use super::{Attributes, Authorizer, Decision};
-use crate::authn::UserInfo;
+use crate::authn::{Authenticator, UserInfo};
 use crate::endpoints::request_info::RequestInfo;
 use crate::endpoints::{MAX_REQUEST_BODY_BYTES, error_response};
 use crate::error::ApiError;
@@ -42,6 +43,7 @@ fn kind_of(info: &RequestInfo) -> Option<&'static str> {
         (AUTHORIZATION, "v1", "localsubjectaccessreviews") => Some("LocalSubjectAccessReview"),
         (AUTHORIZATION, "v1", "selfsubjectrulesreviews") => Some("SelfSubjectRulesReview"),
         (AUTHENTICATION, "v1" | "v1beta1", "selfsubjectreviews") => Some("SelfSubjectReview"),
+        (AUTHENTICATION, "v1", "tokenreviews") => Some("TokenReview"),
         _ => None,
     }
 }
@@ -61,18 +63,20 @@ fn is_protobuf(value: Option<&http::HeaderValue>) -> bool {
 /// Answers a review request made by `user` (already authorized to create
 /// it).
 pub async fn handle(
+    authenticator: &Authenticator,
     authorizer: &Authorizer,
     user: &UserInfo,
     info: &RequestInfo,
     req: http::Request<Body>,
 ) -> Response {
-    match answer(authorizer, user, info, req).await {
+    match answer(authenticator, authorizer, user, info, req).await {
         Ok(resp) => resp,
         Err(e) => error_response(&e),
     }
 }
 
 async fn answer(
+    authenticator: &Authenticator,
     authorizer: &Authorizer,
     user: &UserInfo,
     info: &RequestInfo,
@@ -116,7 +120,8 @@ async fn answer(
     object["status"] = match kind {
         "SelfSubjectReview" => json!({"userInfo": user}),
         "SelfSubjectRulesReview" => rules_status(authorizer, user, &object),
-        _ => access_status(authorizer, user, kind, info, &object)?,
+        "TokenReview" => token_status(authenticator, &object).await?,
+        _ => access_status(authorizer, user, kind, info, &object).await?,
     };
     let resp = if proto_out {
         let raw = json_to_pb(kind, &object)?;
@@ -162,7 +167,41 @@ fn invalid(kind: &str, field: &str, message: &str) -> ApiError {
     .into()
 }
 
-fn access_status(
+/// The status of a TokenReview (kube-apiserver's `tokenreviews` storage):
+/// the token authenticated for `spec.audiences` (default: the server's
+/// `--api-audiences`); refusals report `authenticated` omitted, an empty
+/// `user` and the authenticators' `error`.
+async fn token_status(authenticator: &Authenticator, object: &Value) -> Result<Value, ApiError> {
+    let namespace = s(object.pointer("/metadata/namespace"));
+    if !namespace.is_empty() {
+        return Err(Status::bad_request(format!(
+            "namespace is not allowed on this type: {namespace}"
+        ))
+        .into());
+    }
+    let token = s(object.pointer("/spec/token"));
+    if token.is_empty() {
+        return Err(
+            Status::bad_request("token is required for TokenReview in authentication").into(),
+        );
+    }
+    let mut audiences = strs(object.pointer("/spec/audiences"));
+    if audiences.is_empty() {
+        audiences = authenticator.api_audiences().to_vec();
+    }
+    Ok(match authenticator.review_token(&token, &audiences).await {
+        Ok((user, audiences)) => {
+            let mut status = json!({"authenticated": true, "user": user});
+            if !audiences.is_empty() {
+                status["audiences"] = json!(audiences);
+            }
+            status
+        }
+        Err(error) => json!({"user": {}, "error": error}),
+    })
+}
+
+async fn access_status(
     authorizer: &Authorizer,
     requester: &UserInfo,
     kind: &str,
@@ -229,13 +268,16 @@ fn access_status(
             ));
         }
     };
-    let (decision, reason) = authorizer.authorize(&attrs);
-    let mut status = json!({"allowed": decision == Decision::Allow});
-    if decision == Decision::Deny {
+    let verdict = authorizer.evaluate(&attrs).await;
+    let mut status = json!({"allowed": verdict.decision == Decision::Allow});
+    if verdict.decision == Decision::Deny {
         status["denied"] = json!(true);
     }
-    if !reason.is_empty() {
-        status["reason"] = json!(reason);
+    if !verdict.reason.is_empty() {
+        status["reason"] = json!(verdict.reason);
+    }
+    if let Some(error) = verdict.error {
+        status["evaluationError"] = json!(error);
     }
     Ok(status)
 }
@@ -340,6 +382,12 @@ fn pb_to_json(kind: &str, raw: &[u8]) -> Result<Value, ApiError> {
             let m = authz_pb::SelfSubjectRulesReview::decode(raw).map_err(decode_err)?;
             json!({"metadata": meta_json(m.metadata),
                 "spec": {"namespace": opt(m.spec.unwrap_or_default().namespace)}})
+        }
+        "TokenReview" => {
+            let m = authn_pb::TokenReview::decode(raw).map_err(decode_err)?;
+            let spec = m.spec.unwrap_or_default();
+            json!({"metadata": meta_json(m.metadata),
+                "spec": {"token": opt(spec.token), "audiences": spec.audiences}})
         }
         _ => {
             let m = authn_pb::SelfSubjectReview::decode(raw).map_err(decode_err)?;
@@ -470,36 +518,62 @@ fn json_to_pb(kind: &str, v: &Value) -> Result<Vec<u8>, ApiError> {
             }
             .encode_to_vec()
         }
+        "TokenReview" => {
+            let st = v.get("status");
+            authn_pb::TokenReview {
+                metadata: meta_pb(v),
+                spec: Some(authn_pb::TokenReviewSpec {
+                    token: some(spec.and_then(|s| s.get("token"))),
+                    audiences: strs(spec.and_then(|s| s.get("audiences"))),
+                }),
+                status: Some(authn_pb::TokenReviewStatus {
+                    authenticated: Some(
+                        st.and_then(|s| s.get("authenticated"))
+                            .and_then(Value::as_bool)
+                            .unwrap_or_default(),
+                    ),
+                    user: Some(user_info_pb(st.and_then(|s| s.get("user")))),
+                    audiences: strs(st.and_then(|s| s.get("audiences"))),
+                    error: some(st.and_then(|s| s.get("error"))),
+                }),
+            }
+            .encode_to_vec()
+        }
         _ => {
             let u = v.pointer("/status/userInfo");
-            let extra = u
-                .and_then(|u| u.get("extra"))
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, vs)| {
-                            (
-                                k.clone(),
-                                authn_pb::ExtraValue {
-                                    items: strs(Some(vs)),
-                                },
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
             authn_pb::SelfSubjectReview {
                 metadata: meta_pb(v),
                 status: Some(authn_pb::SelfSubjectReviewStatus {
-                    user_info: Some(authn_pb::UserInfo {
-                        username: some(u.and_then(|u| u.get("username"))),
-                        uid: some(u.and_then(|u| u.get("uid"))),
-                        groups: strs(u.and_then(|u| u.get("groups"))),
-                        extra,
-                    }),
+                    user_info: Some(user_info_pb(u)),
                 }),
             }
             .encode_to_vec()
         }
     })
+}
+
+/// The protobuf `UserInfo` of a JSON one.
+fn user_info_pb(u: Option<&Value>) -> authn_pb::UserInfo {
+    let extra = u
+        .and_then(|u| u.get("extra"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, vs)| {
+                    (
+                        k.clone(),
+                        authn_pb::ExtraValue {
+                            items: strs(Some(vs)),
+                        },
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    authn_pb::UserInfo {
+        username: some(u.and_then(|u| u.get("username"))),
+        uid: some(u.and_then(|u| u.get("uid"))),
+        groups: strs(u.and_then(|u| u.get("groups"))),
+        extra,
+    }
 }

@@ -340,7 +340,14 @@ async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Respons
             .cloned()
             .unwrap_or_default();
         if crate::authz::reviews::is_review(&info) {
-            return crate::authz::reviews::handle(&server.authorizer, &user, &info, req).await;
+            return crate::authz::reviews::handle(
+                &server.authenticator,
+                &server.authorizer,
+                &user,
+                &info,
+                req,
+            )
+            .await;
         }
         return crate::authn::with_user(user, resource::handle(server, info, params, req)).await;
     }

@@ -1,0 +1,462 @@
+//! Clients of the webhooks a kubeconfig file names (the audit backend,
+//! token authentication, authorization).
+//!
+//! As client-go's webhook helper does, the kubeconfig's current context (or
+//! its first cluster and user) gives the server URL, the CA that signs the
+//! webhook's serving certificate (`certificate-authority(-data)`;
+//! `insecure-skip-tls-verify` is not supported) and the client credentials
+//! (`client-certificate(-data)` + `client-key(-data)`, `token`,
+//! `tokenFile`). Every call opens a fresh HTTP/1.1 connection (no pool) and
+//! ends after the request timeout (30 s upstream).
+//!
+//! [`Client::post_json`] retries like upstream's `WithExponentialBackoff`
+//! with `DefaultShouldRetry`: transport errors, 429 and 5xx answers are
+//! retried after 500 ms, then ×1.5 (±20 % jitter), 5 attempts in all.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+/// Errors of webhook configuration and calls.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The kubeconfig file is unusable.
+    #[error("webhook config file {path:?}: {message}")]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The webhook could not be reached, or the exchange failed.
+    #[error("Post {url:?}: {message}")]
+    Transport {
+        /// The webhook URL.
+        url: String,
+        /// What failed.
+        message: String,
+    },
+    /// The webhook answered with a non-2xx status.
+    #[error(
+        "the server responded with the status code {code} but did not return more information (post {kind})"
+    )]
+    Status {
+        /// The HTTP status code.
+        code: u16,
+        /// What was posted, as client-go names it (`tokenreviews.authentication.k8s.io`).
+        kind: String,
+    },
+    /// The webhook's answer is not the expected JSON.
+    #[error("couldn't decode the webhook response: {0}")]
+    Decode(String),
+}
+
+impl Error {
+    /// Whether upstream's `DefaultShouldRetry` would try again.
+    fn retryable(&self) -> bool {
+        match self {
+            Error::Transport { .. } => true,
+            Error::Status { code, .. } => *code == 429 || *code >= 500,
+            Error::Config { .. } | Error::Decode(_) => false,
+        }
+    }
+}
+
+/// The request timeout of webhook calls (client-go's
+/// `DefaultRequestTimeout`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A webhook endpoint and the credentials to call it.
+pub struct Client {
+    uri: http::Uri,
+    tls: Option<tokio_rustls::TlsConnector>,
+    bearer: Option<String>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("uri", &self.uri)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+fn field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+fn decode_b64(data: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| e.to_string())
+}
+
+/// Inline `<key>-data` (base64) or the file `<key>` relative to `base`.
+fn data_or_file(v: &Value, key: &str, base: &Path) -> Result<Option<Vec<u8>>, String> {
+    if let Some(data) = field(v, &format!("{key}-data")) {
+        return decode_b64(data).map(Some);
+    }
+    match field(v, key) {
+        Some(file) => {
+            let p = base.join(file);
+            std::fs::read(&p)
+                .map(Some)
+                .map_err(|e| format!("reading {}: {e}", p.display()))
+        }
+        None => Ok(None),
+    }
+}
+
+/// The named entry (`clusters`, `users`) of the current context, else the
+/// first one.
+fn entry<'a>(config: &'a Value, list: &str, item: &str, context_key: &str) -> Option<&'a Value> {
+    let entries = config.get(list)?.as_array()?;
+    let current = field(config, "current-context");
+    let wanted = current.and_then(|name| {
+        config
+            .get("contexts")?
+            .as_array()?
+            .iter()
+            .find(|c| field(c, "name") == Some(name))?
+            .get("context")
+            .and_then(|c| field(c, context_key))
+    });
+    let found = match wanted {
+        Some(name) => entries.iter().find(|e| field(e, "name") == Some(name)),
+        None => entries.first(),
+    };
+    found?.get(item)
+}
+
+impl Client {
+    /// Reads the kubeconfig at `path`.
+    pub fn from_kubeconfig(path: &Path) -> Result<Self, Error> {
+        Self::load(path).map_err(|message| Error::Config {
+            path: path.to_path_buf(),
+            message,
+        })
+    }
+
+    fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+        let config: Value = serde_saphyr::from_str(&text).map_err(|e| e.to_string())?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let cluster = entry(&config, "clusters", "cluster", "cluster")
+            .ok_or("the kubeconfig names no cluster")?;
+        let server = field(cluster, "server").ok_or("the kubeconfig's cluster has no server")?;
+        let uri: http::Uri = server
+            .parse()
+            .map_err(|e| format!("server {server:?}: {e}"))?;
+        let no_user = Value::Null;
+        let user = entry(&config, "users", "user", "user").unwrap_or(&no_user);
+        let bearer = match (field(user, "token"), field(user, "tokenFile")) {
+            (Some(token), _) => Some(token.to_string()),
+            (None, Some(file)) => Some(
+                std::fs::read_to_string(base.join(file))
+                    .map_err(|e| format!("reading {file}: {e}"))?
+                    .trim()
+                    .to_string(),
+            ),
+            (None, None) => None,
+        };
+        let tls = match uri.scheme_str() {
+            Some("http") => None,
+            Some("https") => Some(tls_connector(cluster, user, base)?),
+            _ => return Err(format!("server {server:?} is not an http(s) URL")),
+        };
+        Ok(Client {
+            uri,
+            tls,
+            bearer,
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The webhook URL.
+    pub fn url(&self) -> String {
+        self.uri.to_string()
+    }
+
+    /// POSTs `body` (JSON) once; the answer's status and body.
+    pub async fn post(&self, body: Bytes) -> Result<(http::StatusCode, Bytes), Error> {
+        let transport = |message: String| Error::Transport {
+            url: self.url(),
+            message,
+        };
+        match tokio::time::timeout(self.timeout, self.exchange(body)).await {
+            Ok(result) => result.map_err(transport),
+            Err(_) => Err(transport(
+                "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into(),
+            )),
+        }
+    }
+
+    /// POSTs `body` as JSON and decodes the 2xx answer, retrying transport
+    /// errors, 429 and 5xx with upstream's backoff; `kind` names what is
+    /// posted in errors.
+    pub async fn post_json(&self, kind: &str, body: &Value) -> Result<Value, Error> {
+        let bytes =
+            Bytes::from(serde_json::to_vec(body).map_err(|e| Error::Decode(e.to_string()))?);
+        let mut delay = Duration::from_millis(500);
+        let mut attempt = 1;
+        loop {
+            let result = match self.post(bytes.clone()).await {
+                Ok((code, answer)) if code.is_success() => {
+                    return serde_json::from_slice(&answer)
+                        .map_err(|e| Error::Decode(e.to_string()));
+                }
+                Ok((code, _)) => Err(Error::Status {
+                    code: code.as_u16(),
+                    kind: kind.to_string(),
+                }),
+                Err(e) => Err(e),
+            };
+            match result {
+                Err(e) if e.retryable() && attempt < 5 => {
+                    tracing::debug!(error = %e, attempt, "webhook call failed, retrying");
+                    let jitter = 1.0 + (rand::random::<f64>() * 0.2);
+                    tokio::time::sleep(delay.mul_f64(jitter)).await;
+                    delay = delay.mul_f64(1.5);
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn exchange(&self, body: Bytes) -> Result<(http::StatusCode, Bytes), String> {
+        let host = self.uri.host().ok_or("no host")?.trim_matches(['[', ']']);
+        let port = self
+            .uri
+            .port_u16()
+            .unwrap_or(if self.tls.is_some() { 443 } else { 80 });
+        let tcp = tokio::net::TcpStream::connect((host, port))
+            .await
+            .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
+        match &self.tls {
+            None => self.send(TokioIo::new(tcp), body).await,
+            Some(tls) => {
+                let name = rustls_pki_types::ServerName::try_from(host.to_string())
+                    .map_err(|e| e.to_string())?;
+                let stream = tls
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| format!("tls: {e}"))?;
+                self.send(TokioIo::new(stream), body).await
+            }
+        }
+    }
+
+    async fn send<I>(&self, io: I, body: Bytes) -> Result<(http::StatusCode, Bytes), String>
+    where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::spawn(conn);
+        let path = self
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string();
+        let mut req = http::Request::post(path)
+            .header(
+                http::header::HOST,
+                self.uri.authority().map_or("", |a| a.as_str()),
+            )
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, */*");
+        if let Some(token) = &self.bearer {
+            req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let req = req
+            .body(http_body_util::Full::new(body))
+            .map_err(|e| e.to_string())?;
+        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+        let code = resp.status();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((code, body))
+    }
+}
+
+fn tls_connector(
+    cluster: &Value,
+    user: &Value,
+    base: &Path,
+) -> Result<tokio_rustls::TlsConnector, String> {
+    use rustls_pki_types::pem::PemObject;
+    if cluster
+        .get("insecure-skip-tls-verify")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        return Err("insecure-skip-tls-verify is not supported".into());
+    }
+    let ca = data_or_file(cluster, "certificate-authority", base)?
+        .ok_or("an https webhook needs certificate-authority(-data)")?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&ca) {
+        roots
+            .add(cert.map_err(|e| format!("certificate-authority: {e}"))?)
+            .map_err(|e| format!("certificate-authority: {e}"))?;
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots);
+    let cert = data_or_file(user, "client-certificate", base)?;
+    let key = data_or_file(user, "client-key", base)?;
+    let config = match (cert, key) {
+        (Some(cert), Some(key)) => {
+            let chain = rustls_pki_types::CertificateDer::pem_slice_iter(&cert)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("client-certificate: {e}"))?;
+            let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(&key)
+                .map_err(|e| format!("client-key: {e}"))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("client certificate: {e}"))?
+        }
+        (None, None) => builder.with_no_client_auth(),
+        _ => return Err("client-certificate and client-key must be given together".into()),
+    };
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// A time-bounded cache of webhook answers (upstream's LRU expiring
+/// caches): entries live for the TTL they were stored with; expired
+/// entries are dropped when the cache grows past its size.
+#[derive(Debug)]
+pub struct TtlCache<V> {
+    entries: std::sync::Mutex<std::collections::HashMap<String, (tokio::time::Instant, V)>>,
+}
+
+/// How many entries a [`TtlCache`] holds before it evicts.
+const CACHE_SIZE: usize = 4096;
+
+impl<V> Default for TtlCache<V> {
+    fn default() -> Self {
+        TtlCache {
+            entries: Default::default(),
+        }
+    }
+}
+
+impl<V: Clone> TtlCache<V> {
+    /// The live value under `key`.
+    pub fn get(&self, key: &str) -> Option<V> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        match entries.get(key) {
+            Some((expires, v)) if *expires > tokio::time::Instant::now() => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    /// Stores `value` under `key` for `ttl` (nothing for a zero TTL).
+    pub fn set(&self, key: String, value: V, ttl: Duration) {
+        if ttl.is_zero() {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.len() >= CACHE_SIZE {
+            entries.retain(|_, (expires, _)| *expires > now);
+            if entries.len() >= CACHE_SIZE {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (now + ttl, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn cache_expires_and_skips_zero_ttl() {
+        let cache = TtlCache::default();
+        cache.set("a".into(), 1, Duration::from_millis(50));
+        cache.set("b".into(), 2, Duration::ZERO);
+        assert_eq!(cache.get("a"), Some(1));
+        assert_eq!(cache.get("b"), None);
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert_eq!(cache.get("a"), None);
+    }
+
+    #[test]
+    fn retries_transport_errors_429_and_5xx_only() {
+        let status = |code| Error::Status {
+            code,
+            kind: "tokenreviews.authentication.k8s.io".into(),
+        };
+        assert!(status(500).retryable() && status(429).retryable());
+        assert!(!status(403).retryable());
+        assert!(
+            Error::Transport {
+                url: "https://x".into(),
+                message: "refused".into()
+            }
+            .retryable()
+        );
+        assert_eq!(
+            status(500).to_string(),
+            "the server responded with the status code 500 but did not return more information (post tokenreviews.authentication.k8s.io)"
+        );
+    }
+
+    #[test]
+    fn kubeconfig_current_context() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("kubeconfig");
+        let text = r#"
+apiVersion: v1
+kind: Config
+clusters:
+- name: first
+  cluster: {server: "http://127.0.0.1:1/first"}
+- name: second
+  cluster: {server: "http://127.0.0.1:2/second"}
+users:
+- name: u
+  user: {token: secret}
+contexts:
+- name: ctx
+  context: {cluster: second, user: u}
+current-context: ctx
+"#;
+        std::fs::write(&path, text).expect("write");
+        let client = Client::from_kubeconfig(&path).expect("client");
+        assert_eq!(client.url(), "http://127.0.0.1:2/second");
+        assert_eq!(client.bearer.as_deref(), Some("secret"));
+        std::fs::write(
+            &path,
+            "clusters:\n- name: c\n  cluster: {server: \"https://h\"}\n",
+        )
+        .expect("write");
+        assert_eq!(
+            Client::from_kubeconfig(&path)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err(format!(
+                "webhook config file {path:?}: an https webhook needs certificate-authority(-data)"
+            ))
+        );
+    }
+}
