@@ -191,6 +191,38 @@ pub(crate) struct ServeOptions {
     /// Path to the file that contains the current private key of the service account token issuer. (Tokens are not issued yet: the key only serves as the default verification key.)
     #[arg(long, help_heading = "Authentication")]
     service_account_signing_key_file: Option<PathBuf>,
+    /// The URL of the OpenID issuer, only HTTPS scheme will be accepted. If set, it will be used to verify the OIDC JSON Web Token (JWT).
+    #[arg(long, help_heading = "Authentication")]
+    oidc_issuer_url: Option<String>,
+    /// The client ID for the OpenID Connect client, must be set if oidc-issuer-url is set.
+    #[arg(long, default_value = "", help_heading = "Authentication")]
+    oidc_client_id: String,
+    /// The OpenID claim to use as the user name. Note that claims other than the default ('sub') is not guaranteed to be unique and immutable.
+    #[arg(long, default_value = "sub", help_heading = "Authentication")]
+    oidc_username_claim: String,
+    /// If provided, all usernames will be prefixed with this value. If not provided, username claims other than 'email' are prefixed by the issuer URL to avoid clashes. To skip any prefixing, provide the value '-'.
+    #[arg(long, help_heading = "Authentication")]
+    oidc_username_prefix: Option<String>,
+    /// If provided, the name of a custom OpenID Connect claim for specifying user groups. The claim value is expected to be a string or array of strings.
+    #[arg(long, help_heading = "Authentication")]
+    oidc_groups_claim: Option<String>,
+    /// If provided, all groups will be prefixed with this value to prevent conflicts with other authentication strategies.
+    #[arg(long, default_value = "", help_heading = "Authentication")]
+    oidc_groups_prefix: String,
+    /// If set, the OpenID server's certificate will be verified by one of the authorities in the oidc-ca-file, otherwise the host's root CA set will be used.
+    #[arg(long, help_heading = "Authentication")]
+    oidc_ca_file: Option<PathBuf>,
+    /// A key=value pair that describes a required claim in the ID Token. If set, the claim is verified to be present in the ID Token with a matching value. Repeat this flag to specify multiple claims.
+    #[arg(long, help_heading = "Authentication")]
+    oidc_required_claim: Vec<String>,
+    /// Comma-separated list of allowed JOSE asymmetric signing algorithms. JWTs with a supported 'alg' header values are: RS256, RS384, RS512, ES256, ES384, PS256, PS384, PS512.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "RS256",
+        help_heading = "Authentication"
+    )]
+    oidc_signing_algs: Vec<String>,
     /// Enables anonymous requests to the secure port of the API server. Requests that are not rejected by another authentication method are treated as anonymous requests (user system:anonymous, group system:unauthenticated). Turned off with AlwaysAllow authorization.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
     anonymous_auth: bool,
@@ -487,6 +519,29 @@ impl ServeOptions {
         if api_audiences.is_empty() {
             api_audiences = issuers.clone();
         }
+        let mut oidc_required_claims = Vec::new();
+        for claim in &self.oidc_required_claim {
+            match claim.split_once('=') {
+                Some((k, v)) if !k.is_empty() => {
+                    oidc_required_claims.push((k.to_string(), v.to_string()));
+                }
+                _ => errors.push(format!(
+                    "--oidc-required-claim: {claim:?} is not a key=value pair"
+                )),
+            }
+        }
+        let oidc = apiforge_runtime::authn::oidc::Options {
+            issuer_url: self.oidc_issuer_url.clone().filter(|u| !u.is_empty()),
+            client_id: self.oidc_client_id.clone(),
+            username_claim: self.oidc_username_claim.clone(),
+            username_prefix: self.oidc_username_prefix.clone(),
+            groups_claim: self.oidc_groups_claim.clone().filter(|c| !c.is_empty()),
+            groups_prefix: self.oidc_groups_prefix.clone(),
+            ca_file: self.oidc_ca_file.clone(),
+            required_claims: oidc_required_claims,
+            signing_algs: self.oidc_signing_algs.clone(),
+        };
+        errors.extend(apiforge_runtime::authn::oidc::validate(&oidc));
         let mut anonymous = self.anonymous_auth;
         if anonymous && modes.contains(&apiforge_runtime::authz::Mode::AlwaysAllow) {
             tracing::warn!(
@@ -607,6 +662,7 @@ impl ServeOptions {
                         issuers,
                         key_files: service_account_keys,
                     },
+                    oidc,
                 },
                 authorization: apiforge_runtime::authz::Options {
                     modes,

@@ -2,8 +2,9 @@
 //!
 //! A union of authenticators is tried in kube-apiserver's order — x509
 //! client certificates (`--client-ca-file`), bearer tokens (the static
-//! token file `--token-auth-file`, the server's own admin token, bootstrap
-//! tokens, then the token [`webhook`]) —
+//! token file `--token-auth-file`, the server's own admin token,
+//! service-account tokens, bootstrap tokens, [`oidc`] ID tokens, then the
+//! token [`webhook`]) —
 //! and the first that recognises the request wins. Every authenticated user
 //! gets the group `system:authenticated`. When nothing recognises the
 //! request, it is anonymous (`system:anonymous` in `system:unauthenticated`)
@@ -14,6 +15,7 @@
 
 pub mod bootstrap_token;
 pub mod impersonation;
+pub mod oidc;
 pub mod request_header;
 pub mod service_account;
 mod token_file;
@@ -164,6 +166,8 @@ pub struct Options {
     /// `--service-account-issuer` and `--service-account-key-file`
     /// (service-account tokens are off without issuers).
     pub service_accounts: service_account::Options,
+    /// `--oidc-*` (OIDC is off without an issuer URL).
+    pub oidc: oidc::Options,
 }
 
 impl Options {
@@ -189,6 +193,7 @@ impl Default for Options {
             webhook: None,
             api_audiences: Vec::new(),
             service_accounts: Default::default(),
+            oidc: Default::default(),
         }
     }
 }
@@ -208,6 +213,9 @@ pub enum Error {
     /// The token webhook is misconfigured.
     #[error("{0}")]
     Webhook(String),
+    /// The OIDC settings are unusable.
+    #[error("{0}")]
+    Oidc(String),
     /// The token file is malformed.
     #[error("{path}: line {line}: {message}")]
     TokenFile {
@@ -233,6 +241,7 @@ pub struct Authenticator {
     webhook: Option<Arc<webhook::TokenWebhook>>,
     api_audiences: Vec<String>,
     service_accounts: Option<Arc<service_account::ServiceAccountTokens>>,
+    oidc: Option<Arc<oidc::Oidc>>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -243,6 +252,7 @@ impl std::fmt::Debug for Authenticator {
             .field("anonymous", &self.anonymous)
             .field("bootstrap_tokens", &self.bootstrap_tokens)
             .field("webhook", &self.webhook.is_some())
+            .field("oidc", &self.oidc.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -287,6 +297,9 @@ impl Authenticator {
                     &options.service_accounts,
                 )?))
             },
+            oidc: oidc::Oidc::new(&options.oidc)
+                .map_err(Error::Oidc)?
+                .map(Arc::new),
         })
     }
 
@@ -400,6 +413,15 @@ impl Authenticator {
         {
             return Ok((user, implicit));
         }
+        // OIDC ID tokens are audience-agnostic too (their `aud` is the
+        // client id), as upstream wraps them.
+        if agnostic && let Some(oidc) = &self.oidc {
+            match oidc.authenticate(token).await {
+                Ok(Some(user)) => return Ok((user, implicit)),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
         if let Some(webhook) = &self.webhook {
             match webhook.authenticate(token, audiences).await {
                 Ok(Some(found)) => return Ok(found),
@@ -501,6 +523,7 @@ mod tests {
             webhook: None,
             api_audiences: Vec::new(),
             service_accounts: None,
+            oidc: None,
         }
     }
 
