@@ -96,6 +96,15 @@ async fn client_certificates() {
         "expected a refusal, got {code}: {msg}"
     );
 
+    // An expired certificate of the right CA is refused too.
+    let expired = ca.expired_client_cert(tmp.path(), "erin");
+    let client = client_with(&server, &Credential::cert(expired)).await;
+    let (code, msg) = get(&client, LIST_CM).await;
+    assert!(
+        code == 0 || code == 401,
+        "expected a refusal of an expired certificate, got {code}: {msg}"
+    );
+
     // No certificate and no token: anonymous.
     let anon = client_with(&server, &Credential::default()).await;
     assert_eq!(

@@ -51,6 +51,15 @@ impl TestCa {
     /// first is used: rcgen keeps one value per attribute type); writes
     /// `<dir>/<cn>.crt` and `.key` and returns their paths.
     pub fn client_cert(&self, dir: &Path, cn: &str, org: Option<&str>) -> (PathBuf, PathBuf) {
+        self.mint(dir, cn, org, false)
+    }
+
+    /// Like [`TestCa::client_cert`], but the certificate expired in 2020.
+    pub fn expired_client_cert(&self, dir: &Path, cn: &str) -> (PathBuf, PathBuf) {
+        self.mint(dir, cn, None, true)
+    }
+
+    fn mint(&self, dir: &Path, cn: &str, org: Option<&str>, expired: bool) -> (PathBuf, PathBuf) {
         let key = KeyPair::generate().expect("client key");
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("client params");
         params.distinguished_name.push(DnType::CommonName, cn);
@@ -61,6 +70,10 @@ impl TestCa {
         }
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2019, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2020, 1, 1);
+        }
         let cert = params.signed_by(&key, &self.issuer).expect("client cert");
         let name = cn.replace(':', "_");
         let (crt, key_path) = (
