@@ -118,6 +118,19 @@ async fn metrics_in_prometheus_text_format() {
     assert_eq!(resp.status, 404);
 
     assert_eq!(raw::anonymous(&server, "GET", "/metrics").await.status, 403);
+    // The bootstrap `system:monitoring` role lets its group scrape.
+    let as_user = |groups: &'static [&'static str]| {
+        let server = &server;
+        async move {
+            let mut headers = vec![("Impersonate-User", "prometheus")];
+            headers.extend(groups.iter().map(|g| ("Impersonate-Group", *g)));
+            raw::request(server, "GET", "/metrics", &headers, b"")
+                .await
+                .status
+        }
+    };
+    assert_eq!(as_user(&["system:monitoring"]).await, 200);
+    assert_eq!(as_user(&[]).await, 403);
     let resp = raw::request(&server, "GET", "/metrics", &[], b"").await;
     assert_eq!(resp.status, 200);
     assert_eq!(

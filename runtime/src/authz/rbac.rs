@@ -558,7 +558,9 @@ fn cluster_role_binding(name: &str, role: &str, groups: &[&str]) -> Value {
 /// The default ClusterRoles and ClusterRoleBindings (kube-apiserver's
 /// bootstrap policy, reduced to what apiforge serves): `cluster-admin` for
 /// `system:masters`; `system:discovery`, `system:basic-user` for every
-/// authenticated user; `system:public-info-viewer` for everyone; and the
+/// authenticated user; `system:public-info-viewer` for everyone;
+/// `system:monitoring` (health checks and `/metrics`) for the group of that
+/// name; and the
 /// aggregated user-facing `admin`, `edit`, `view`.
 pub fn bootstrap_objects() -> Vec<Value> {
     let read = json!(["get", "list", "watch"]);
@@ -598,6 +600,15 @@ pub fn bootstrap_objects() -> Vec<Value> {
             "system:public-info-viewer",
             &[],
             json!([{"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]}]),
+            None,
+        ),
+        cluster_role(
+            "system:monitoring",
+            &[],
+            json!([{"nonResourceURLs": [
+                "/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis",
+                "/readyz", "/readyz/*"
+            ], "verbs": ["get"]}]),
             None,
         ),
         cluster_role("admin", &[], json!([]), Some(to_admin)),
@@ -640,6 +651,11 @@ pub fn bootstrap_objects() -> Vec<Value> {
             "system:basic-user",
             "system:basic-user",
             &[AUTHENTICATED_GROUP],
+        ),
+        cluster_role_binding(
+            "system:monitoring",
+            "system:monitoring",
+            &["system:monitoring"],
         ),
         cluster_role_binding(
             "system:public-info-viewer",
