@@ -442,3 +442,28 @@ async fn tables_partial_metadata_and_yaml() {
     .expect("utf8");
     assert!(text.contains("name: y1"), "{text}");
 }
+
+/// What no server of the delegation chain serves (a group nobody serves, a
+/// version of a served group that does not exist, an unknown top-level path)
+/// reaches the NotFound handler: kube-apiserver's 404 Status. An unknown
+/// resource of a served group-version is the core server's own 404.
+#[tokio::test]
+async fn unserved_paths_end_at_the_not_found_handler() {
+    let server = common::Server::start().await;
+    let client = server.client().await;
+    let not_found = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": "the server could not find the requested resource",
+        "reason": "NotFound", "details": {}, "code": 404});
+    for path in [
+        "/apis/nobody.example.com/v1/things",
+        "/apis/nobody.example.com/v1",
+        "/apis/nobody.example.com",
+        "/apis/wardle.example.com/v9/namespaces/default/flunders",
+        "/apis/wardle.example.com/v1beta1/namespaces/default/nothings",
+        "/nowhere",
+    ] {
+        let reply = send(&client, "GET", path, &[], None).await;
+        assert_eq!(reply.code, 404, "{path}");
+        assert_eq!(reply.json(), not_found, "{path}");
+    }
+}

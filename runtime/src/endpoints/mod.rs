@@ -3,6 +3,7 @@
 //! OpenAPI) to plain handlers, and response rendering.
 
 mod compression;
+pub mod delegation;
 pub mod documents;
 pub mod negotiation;
 mod openapi_v2;
@@ -268,13 +269,17 @@ impl ApiServer {
         }
     }
 
-    /// The axum router of the whole API, with gzip response compression
-    /// ([`compression`]'s rules).
+    /// The axum router of the whole API: kube-apiserver's delegation chain
+    /// ([`delegation::Chain::standard`]) with this server as its core link,
+    /// and gzip response compression ([`compression`]'s rules).
     pub fn router(self: Arc<Self>) -> axum::Router {
+        let chain = Arc::new(delegation::Chain::standard(self));
         axum::Router::new()
-            .fallback(director)
+            .fallback(move |req: Request| {
+                let chain = chain.clone();
+                async move { chain.serve(req).await }
+            })
             .layer(axum::middleware::from_fn(compression::gzip))
-            .with_state(self)
     }
 }
 
@@ -324,7 +329,8 @@ pub(crate) fn error_response(err: &ApiError) -> Response {
     resp
 }
 
-/// Routes every request (behind the filter chain, [`crate::filters`]).
+/// Routes every request the core server owns (behind the filter chain,
+/// [`crate::filters`], and the delegation chain, [`delegation`]).
 async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or_default().to_string();
