@@ -89,10 +89,21 @@ async fn open_storage(config: &options::CompletedOptions) -> anyhow::Result<Arc<
             .await
             .with_context(|| format!("connecting to etcd at {endpoints}"))?;
         tracing::info!(%endpoints, version = store.server_version(), "storing objects in etcd");
-        return Ok(Arc::new(store));
+        let store: Arc<dyn Storage> = Arc::new(store);
+        if !config.compaction_interval.is_zero() {
+            tokio::spawn(apiforge_runtime::storage::compactor::run(
+                Arc::downgrade(&store),
+                config.compaction_interval,
+            ));
+        }
+        return Ok(store);
     }
     let dir = config.server.data_dir.join("store");
-    let store = apiforge_runtime::storage::embedded::EmbeddedStore::open(&dir, Default::default())
+    let options = apiforge_runtime::storage::embedded::EmbeddedOptions {
+        compaction_interval: config.compaction_interval,
+        ..Default::default()
+    };
+    let store = apiforge_runtime::storage::embedded::EmbeddedStore::open(&dir, options)
         .with_context(|| format!("opening the embedded store in {}", dir.display()))?;
     Ok(Arc::new(store))
 }

@@ -114,6 +114,9 @@ pub(crate) struct ServeOptions {
     /// The prefix to prepend to all resource paths in storage.
     #[arg(long, default_value = "/registry", help_heading = "Storage")]
     etcd_prefix: String,
+    /// The interval of compaction requests. If 0, the compaction request from apiserver is disabled.
+    #[arg(long, default_value = "5m0s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Storage")]
+    etcd_compaction_interval: SignedDuration,
     /// Enable the watch cache (reads and watches served from memory).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Storage")]
     watch_cache: bool,
@@ -294,6 +297,8 @@ pub(crate) struct CompletedOptions {
     pub(crate) server: apiforge_runtime::server::Config,
     /// `Some` when objects live in etcd; `None` for the embedded store.
     pub(crate) etcd: Option<apiforge_runtime::storage::etcd3::Etcd3Options>,
+    /// `--etcd-compaction-interval`; zero turns compaction off.
+    pub(crate) compaction_interval: Duration,
 }
 
 impl ServeOptions {
@@ -376,6 +381,11 @@ impl ServeOptions {
         non_negative(
             "min-request-timeout",
             self.min_request_timeout < 0,
+            &mut errors,
+        );
+        non_negative(
+            "etcd-compaction-interval",
+            self.etcd_compaction_interval.negative,
             &mut errors,
         );
         non_negative(
@@ -612,6 +622,7 @@ impl ServeOptions {
         });
         Ok(CompletedOptions {
             etcd,
+            compaction_interval: self.etcd_compaction_interval.duration,
             server: apiforge_runtime::server::Config {
                 bind_address: self.bind_address,
                 secure_port: self.secure_port,
@@ -630,6 +641,7 @@ impl ServeOptions {
                     .watch_cache
                     .then(|| apiforge_runtime::registry::CacheOptions {
                         window: self.default_watch_cache_size,
+                        sizes,
                         ..Default::default()
                     }),
                 admission: Default::default(),

@@ -6,6 +6,7 @@
 pub mod coordination_v1;
 pub mod core_v1;
 pub mod flowcontrol_v1;
+pub mod printers;
 pub mod rbac_v1;
 
 use crate::scheme::Scheme;

@@ -86,7 +86,8 @@ pub fn table(
     list_meta: Option<Value>,
     with_columns: bool,
 ) -> Value {
-    let cols = columns(info);
+    let printer = crate::builtin::printers::for_kind(info);
+    let cols = printer.map_or_else(|| columns(info), |p| p.columns);
     let defs: Vec<Value> = cols
         .iter()
         .map(|c| json!({"name": c.name, "type": c.type_, "format": c.format, "description": c.description, "priority": c.priority}))
@@ -94,10 +95,13 @@ pub fn table(
     let rows: Vec<Value> = objects
         .iter()
         .map(|obj| {
-            let cells: Vec<Value> = cols
-                .iter()
-                .map(|c| lookup(obj, c.json_path).cloned().unwrap_or(Value::Null))
-                .collect();
+            let cells: Vec<Value> = match printer {
+                Some(p) => (p.cells)(obj),
+                None => cols
+                    .iter()
+                    .map(|c| lookup(obj, c.json_path).cloned().unwrap_or(Value::Null))
+                    .collect(),
+            };
             let mut row = Map::new();
             row.insert("cells".into(), Value::Array(cells));
             match include {

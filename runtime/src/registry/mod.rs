@@ -485,9 +485,13 @@ impl Store {
         let (snapshot, start) = match &params.continue_token {
             Some(token) => {
                 let t = decode_continue(token, &prefix)?;
+                // A snapshot older than the storage compaction is gone, as
+                // kube-apiserver's cache drops snapshots on compaction:
+                // storage then answers 410 with an inconsistent continuation.
+                let compacted = self.storage.compacted_revision().await.unwrap_or_default();
                 match cache.snapshot_at(t.rv) {
-                    Some(s) => (s, Some(t.start)),
-                    None => return Ok(None),
+                    Some(s) if t.rv >= compacted => (s, Some(t.start)),
+                    _ => return Ok(None),
                 }
             }
             None => {
@@ -541,7 +545,9 @@ impl Store {
         let (revision, start_key) = match &params.continue_token {
             Some(token) => {
                 let t = decode_continue(token, &prefix)?;
-                (t.rv, Some(t.start))
+                // -1: the inconsistent continuation handed out with a 410
+                // (see `continue_expired`), read at the latest revision.
+                (t.rv.max(0), Some(t.start))
             }
             None => {
                 let rv = match params.resource_version {
@@ -556,15 +562,22 @@ impl Store {
         {
             let result = self
                 .storage
-                .list(&prefix, storage::ListOptions { revision, limit: params.limit, start_key })
+                .list(
+                    &prefix,
+                    storage::ListOptions {
+                        revision,
+                        limit: params.limit,
+                        start_key: start_key.clone(),
+                    },
+                )
                 .await
                 .map_err(|e| match e {
-                    storage::Error::Compacted { .. } if params.continue_token.is_some() => Status::expired(
-                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-                    )
-                    .into(),
+                    storage::Error::Compacted { .. } if params.continue_token.is_some() => {
+                        continue_expired(start_key.as_deref().unwrap_or_default(), &prefix)
+                    }
                     storage::Error::Compacted { .. } => {
-                        Status::expired("The resourceVersion for the provided list is too old.").into()
+                        Status::expired("The resourceVersion for the provided list is too old.")
+                            .into()
                     }
                     other => ApiError::from(other),
                 })?;
@@ -886,13 +899,10 @@ impl Store {
         };
         let stream = match self.storage.watch(&prefix, start, bookmarks).await {
             Ok(s) => s,
-            Err(storage::Error::Compacted {
-                requested,
-                compacted,
-            }) => {
-                let status = Status::expired(format!(
-                    "too old resource version: {requested} ({compacted})"
-                ));
+            // As kube-apiserver's etcd3 watcher (`interpretWatchError`); only
+            // the watch cache names the revisions.
+            Err(storage::Error::Compacted { .. }) => {
+                let status = Status::expired(WATCH_TOO_OLD);
                 return Ok(
                     futures::stream::iter(vec![WatchEvent::Error(Box::new(status))]).boxed(),
                 );
@@ -1027,16 +1037,16 @@ impl Store {
                     )
                 })
             }
-            Err(storage::Error::Compacted {
-                requested,
-                compacted,
-            }) => Some(WatchEvent::Error(Box::new(Status::expired(format!(
-                "too old resource version: {requested} ({compacted})"
-            ))))),
+            Err(storage::Error::Compacted { .. }) => {
+                Some(WatchEvent::Error(Box::new(Status::expired(WATCH_TOO_OLD))))
+            }
             Err(e) => Some(WatchEvent::Error(ApiError::from(e).0)),
         }
     }
 }
+
+/// The 410 message of a storage watch from a compacted revision.
+const WATCH_TOO_OLD: &str = "The resourceVersion for the provided watch is too old.";
 
 /// How often a watcher that allows bookmarks gets one (at most).
 const BOOKMARK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
@@ -1186,6 +1196,23 @@ fn encode_continue(rv: Revision, start: &str, prefix: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
 }
 
+/// The 410 for a continue token whose revision was compacted away, as
+/// kube-apiserver's etcd3 store answers it: the message offers an
+/// inconsistent continuation, and `metadata.continue` carries it (the same
+/// start key at resourceVersion -1, i.e. read at the latest revision).
+fn continue_expired(start: &str, prefix: &str) -> ApiError {
+    let mut status = Status::expired(concat!(
+        "The provided continue parameter is too old to display a consistent list result. ",
+        "You can start a new list without the continue parameter, or use the continue token ",
+        "in this response to retrieve the remainder of the results. Continuing with the ",
+        "provided token results in an inconsistent list - objects that were created, ",
+        "modified, or deleted between the time the first chunk was returned and now may ",
+        "show up in the list."
+    ));
+    status.metadata.continue_ = encode_continue(-1, start, prefix);
+    status.into()
+}
+
 fn decode_continue(token: &str, prefix: &str) -> ApiResult<ContinueToken> {
     let invalid = || {
         ApiError::from(Status::bad_request(
@@ -1196,7 +1223,12 @@ fn decode_continue(token: &str, prefix: &str) -> ApiResult<ContinueToken> {
         .decode(token)
         .map_err(|_| invalid())?;
     let mut t: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    if t.v != "meta.k8s.io/v1" || t.rv <= 0 || t.start.contains("..") || t.start.starts_with('/') {
+    if t.v != "meta.k8s.io/v1"
+        || t.rv == 0
+        || t.rv < -1
+        || t.start.contains("..")
+        || t.start.starts_with('/')
+    {
         return Err(invalid());
     }
     t.start = format!("{prefix}{}", t.start);

@@ -428,6 +428,30 @@ async fn continue_tokens_across_compaction() {
         "{}",
         err.0.message
     );
+    // The 410 carries an inconsistent continuation: the same start key,
+    // read at the latest revision.
+    assert!(
+        err.0
+            .message
+            .contains("use the continue token in this response")
+    );
+    let resumed = f
+        .store
+        .list(
+            None,
+            &ListParams {
+                limit: 2,
+                continue_token: Some(err.0.metadata.continue_.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        resumed.items.iter().map(name).collect::<Vec<_>>(),
+        ["c2", "c3"]
+    );
+    assert_eq!(resumed.resource_version, current);
     // An invalid token is a 400.
     let err = f
         .store

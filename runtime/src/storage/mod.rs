@@ -15,6 +15,7 @@
 //!
 //! Backends: [`embedded`] (the default, a durable MVCC store on redb).
 
+pub mod compactor;
 #[cfg(test)]
 pub(crate) mod conformance;
 pub mod embedded;

@@ -1,0 +1,236 @@
+//! Table printers of the built-in core kinds, as kube-apiserver's
+//! hand-written printers (`pkg/printers/internalversion/printers.go`) render
+//! them: columns whose cells are computed from the object (a key count, a
+//! relative age) rather than read at a JSONPath, which is all a
+//! `printcolumn` can do.
+
+use serde_json::{Value, json};
+
+use crate::resource::{KindInfo, PrinterColumn};
+
+/// The Table rendering of one built-in kind.
+#[derive(Clone, Copy, Debug)]
+pub struct TablePrinter {
+    /// The column definitions (`json_path` is unused: `cells` computes
+    /// every cell).
+    pub columns: &'static [PrinterColumn],
+    /// The row cells of one (encoded) object, one per column.
+    pub cells: fn(&Value) -> Vec<Value>,
+}
+
+/// The printer of `info`'s kind, if it is a built-in kind with a
+/// hand-written printer.
+pub fn for_kind(info: &KindInfo) -> Option<&'static TablePrinter> {
+    match (info.group, info.kind) {
+        ("", "ConfigMap") => Some(&CONFIG_MAP),
+        ("", "Secret") => Some(&SECRET),
+        ("", "Namespace") => Some(&NAMESPACE),
+        _ => None,
+    }
+}
+
+const NAME: PrinterColumn = PrinterColumn {
+    name: "Name",
+    type_: "string",
+    json_path: "",
+    priority: 0,
+    description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+    format: "name",
+};
+
+const AGE: PrinterColumn = PrinterColumn {
+    name: "Age",
+    type_: "string",
+    json_path: "",
+    priority: 0,
+    description: "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    format: "",
+};
+
+const fn column(name: &'static str, description: &'static str) -> PrinterColumn {
+    PrinterColumn {
+        name,
+        type_: "string",
+        json_path: "",
+        priority: 0,
+        description,
+        format: "",
+    }
+}
+
+static CONFIG_MAP: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        column(
+            "Data",
+            "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        let data = key_count(obj, "data") + key_count(obj, "binaryData");
+        vec![name(obj), json!(data), age(obj)]
+    },
+};
+
+static SECRET: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        column(
+            "Type",
+            "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
+        ),
+        column(
+            "Data",
+            "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        vec![
+            name(obj),
+            json!(string_at(obj, &["type"])),
+            json!(key_count(obj, "data")),
+            age(obj),
+        ]
+    },
+};
+
+static NAMESPACE: TablePrinter = TablePrinter {
+    columns: &[NAME, column("Status", "The status of the namespace"), AGE],
+    cells: |obj| {
+        vec![
+            name(obj),
+            json!(string_at(obj, &["status", "phase"])),
+            age(obj),
+        ]
+    },
+};
+
+fn string_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .try_fold(obj, |v, k| v.get(k))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn name(obj: &Value) -> Value {
+    json!(string_at(obj, &["metadata", "name"]))
+}
+
+fn key_count(obj: &Value, field: &str) -> usize {
+    obj.get(field)
+        .and_then(Value::as_object)
+        .map_or(0, |m| m.len())
+}
+
+/// `translateTimestampSince`: the object's age, `<unknown>` without a
+/// creation timestamp.
+fn age(obj: &Value) -> Value {
+    let created = string_at(obj, &["metadata", "creationTimestamp"]);
+    let Ok(created) = created.parse::<jiff::Timestamp>() else {
+        return json!("<unknown>");
+    };
+    let seconds = jiff::Timestamp::now().as_second() - created.as_second();
+    json!(human_duration(seconds))
+}
+
+/// apimachinery's `duration.HumanDuration` of a whole number of seconds:
+/// two units of precision while the larger one is small, one afterwards.
+pub fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    if seconds < 0 {
+        return "0s".into();
+    }
+    if seconds < 60 * 2 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    if minutes < 10 {
+        return match seconds % 60 {
+            0 => format!("{minutes}m"),
+            s => format!("{minutes}m{s}s"),
+        };
+    }
+    if minutes < 60 * 3 {
+        return format!("{minutes}m");
+    }
+    let hours = minutes / 60;
+    if hours < 8 {
+        return match minutes % 60 {
+            0 => format!("{hours}h"),
+            m => format!("{hours}h{m}m"),
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        return match hours % 24 {
+            0 => format!("{}d", hours / 24),
+            h => format!("{}d{h}h", hours / 24),
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        return match (hours / 24) % 365 {
+            0 => format!("{}y", hours / 24 / 365),
+            d => format!("{}y{d}d", hours / 24 / 365),
+        };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations() {
+        let cases = [
+            (-2, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (119, "119s"),
+            (120, "2m"),
+            (125, "2m5s"),
+            (600, "10m"),
+            (3 * 3600 - 1, "179m"),
+            (3 * 3600, "3h"),
+            (3 * 3600 + 60, "3h1m"),
+            (8 * 3600, "8h"),
+            (47 * 3600, "47h"),
+            (48 * 3600, "2d"),
+            (49 * 3600, "2d1h"),
+            (8 * 86400, "8d"),
+            (2 * 365 * 86400, "2y"),
+            (2 * 365 * 86400 + 86400, "2y1d"),
+            (8 * 365 * 86400, "8y"),
+        ];
+        for (seconds, want) in cases {
+            assert_eq!(human_duration(seconds), want, "{seconds}s");
+        }
+    }
+
+    #[test]
+    fn config_map_counts_data_and_binary_data() {
+        let obj = json!({
+            "metadata": {"name": "c", "creationTimestamp": "2020-01-01T00:00:00Z"},
+            "data": {"a": "1", "b": "2"},
+            "binaryData": {"c": "AA=="},
+        });
+        let cells = (CONFIG_MAP.cells)(&obj);
+        assert_eq!(cells[0], "c");
+        assert_eq!(cells[1], 3);
+        assert!(
+            cells[2]
+                .as_str()
+                .is_some_and(|s| s.ends_with('y') || s.contains('y'))
+        );
+        assert_eq!((CONFIG_MAP.cells)(&json!({}))[2], "<unknown>");
+    }
+}
