@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use base64::Engine;
 use hyper_util::rt::TokioIo;
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
 
 use super::UserInfo;
+use super::service_account::b64url;
 
 /// Clock skew allowed for `nbf` (go-oidc's).
 const NOT_BEFORE_SKEW: u64 = 5 * 60;
@@ -139,12 +139,6 @@ impl PublicKey {
             _ => false,
         }
     }
-}
-
-fn b64url(s: &str) -> Option<Vec<u8>> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(s.trim_end_matches('='))
-        .ok()
 }
 
 /// The keys of a JWKS document (keys of other types or uses are skipped).
@@ -515,6 +509,7 @@ impl Oidc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
     use ring::rand::SystemRandom;
     use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
     use serde_json::json;

@@ -172,7 +172,8 @@ fn parse_keys(text: &str) -> Vec<Key> {
         .collect()
 }
 
-fn b64url(part: &str) -> Option<Vec<u8>> {
+/// Decodes base64url (JWT segments; padding tolerated).
+pub(super) fn b64url(part: &str) -> Option<Vec<u8>> {
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(part.trim_end_matches('='))
         .ok()

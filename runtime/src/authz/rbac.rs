@@ -17,15 +17,13 @@ use std::sync::{Arc, RwLock};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use futures::StreamExt;
-
 use super::{Attributes, Authorize, Decision};
 use crate::authn::{
     AUTHENTICATED_GROUP, MASTERS_GROUP, SERVICE_ACCOUNT_PREFIX, UNAUTHENTICATED_GROUP, UserInfo,
 };
 use crate::endpoints::ApiServer;
 use crate::error::{ApiError, ApiResult};
-use crate::registry::{ListParams, Store, WatchEvent};
+use crate::registry::{ListParams, Store};
 
 pub use crate::builtin::rbac_v1::{GROUP, PolicyRule, RoleRef, Subject};
 
@@ -730,7 +728,18 @@ pub async fn start(
         }
     }
     refresh(&rbac, &stores).await?;
-    tokio::spawn(keep_current(rbac, stores, shutdown));
+    tokio::spawn(async move {
+        let view = stores.clone();
+        crate::controllers::informer::keep_current("RBAC", stores, shutdown, move || {
+            let (rbac, view) = (rbac.clone(), view.clone());
+            async move {
+                if let Err(e) = refresh(&rbac, &view).await {
+                    tracing::warn!(error = %e, "RBAC: re-reading roles failed");
+                }
+            }
+        })
+        .await;
+    });
     Ok(())
 }
 
@@ -770,54 +779,6 @@ async fn read_all(stores: &[(Store, &'static str)]) -> ApiResult<Snapshot> {
         }
     }
     Ok(Snapshot::from_objects(&objects))
-}
-
-async fn keep_current(
-    rbac: Arc<Rbac>,
-    stores: Vec<(Store, &'static str)>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    loop {
-        let mut streams = Vec::new();
-        for (store, _) in &stores {
-            let params = ListParams {
-                send_initial_events: Some(false),
-                ..Default::default()
-            };
-            match store.watch(None, &params, false).await {
-                Ok(s) => streams.push(s),
-                Err(e) => tracing::warn!(error = %e, "RBAC: watch failed"),
-            }
-        }
-        // Re-read after the watches started, so no change falls in between.
-        if let Err(e) = refresh(&rbac, &stores).await {
-            tracing::warn!(error = %e, "RBAC: re-reading roles failed");
-        }
-        let mut events = futures::stream::select_all(streams);
-        loop {
-            let changed = tokio::select! {
-                ev = events.next() => match ev {
-                    Some(WatchEvent::Object(..)) => Some(true),
-                    Some(WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_)) => Some(false),
-                    Some(WatchEvent::Error(_)) | None => None,
-                },
-                _ = shutdown.wait_for(|stop| *stop) => return,
-            };
-            match changed {
-                Some(true) => {
-                    if let Err(e) = refresh(&rbac, &stores).await {
-                        tracing::warn!(error = %e, "RBAC: re-reading roles failed");
-                    }
-                }
-                Some(false) => {}
-                None => break,
-            }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
-            _ = shutdown.wait_for(|stop| *stop) => return,
-        }
-    }
 }
 
 #[cfg(test)]

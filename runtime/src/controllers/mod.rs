@@ -5,8 +5,11 @@
 //! - [`namespace`]: empties and removes deleted namespaces.
 //! - [`identity_lease`]: the server's identity lease and the collection
 //!   of expired ones.
+//! - [`informer`]: the watch-and-rebuild loop of the RBAC and flow-control
+//!   views.
 
 pub mod identity_lease;
+pub mod informer;
 pub mod namespace;
 
 use crate::endpoints::ApiServer;

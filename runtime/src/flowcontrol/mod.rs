@@ -36,7 +36,6 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use futures::StreamExt;
 use http::HeaderValue;
 use serde_json::Value;
 
@@ -49,7 +48,7 @@ use crate::endpoints::request_info::RequestInfo;
 use crate::error::{ApiError, ApiResult};
 use crate::meta::StatusDetails;
 use crate::metrics::GaugeGuard;
-use crate::registry::{ListParams, Store, WatchEvent};
+use crate::registry::{ListParams, Store};
 use crate::resource::Strategy;
 use queueing::{Admission, Level, QueueParams};
 
@@ -484,7 +483,14 @@ pub async fn start(
     }
     reconcile(&stores).await?;
     read_all(&fc, &stores).await?;
-    tokio::spawn(keep_current(fc, stores, shutdown));
+    tokio::spawn(async move {
+        let view = stores.clone();
+        crate::controllers::informer::keep_current("APF", stores, shutdown, move || {
+            let (fc, view) = (fc.clone(), view.clone());
+            async move { refresh(&fc, &view).await }
+        })
+        .await;
+    });
     Ok(())
 }
 
@@ -521,47 +527,6 @@ async fn reconcile_mandatory(stores: &[(Store, &'static str)]) -> ApiResult<()> 
         }
     }
     Ok(())
-}
-
-async fn keep_current(
-    fc: Arc<FlowControl>,
-    stores: Vec<(Store, &'static str)>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    loop {
-        let mut streams = Vec::new();
-        for (store, _) in &stores {
-            let params = ListParams {
-                send_initial_events: Some(false),
-                ..Default::default()
-            };
-            match store.watch(None, &params, false).await {
-                Ok(s) => streams.push(s),
-                Err(e) => tracing::warn!(error = %e, "APF: watch failed"),
-            }
-        }
-        refresh(&fc, &stores).await;
-        let mut events = futures::stream::select_all(streams);
-        loop {
-            let changed = tokio::select! {
-                ev = events.next() => match ev {
-                    Some(WatchEvent::Object(..)) => Some(true),
-                    Some(WatchEvent::Bookmark(_) | WatchEvent::InitialEventsEnd(_)) => Some(false),
-                    Some(WatchEvent::Error(_)) | None => None,
-                },
-                _ = shutdown.wait_for(|stop| *stop) => return,
-            };
-            match changed {
-                Some(true) => refresh(&fc, &stores).await,
-                Some(false) => {}
-                None => break,
-            }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-            _ = shutdown.wait_for(|stop| *stop) => return,
-        }
-    }
 }
 
 #[cfg(test)]
