@@ -119,6 +119,8 @@ enum Cli {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Fewer malloc arenas: less resident memory for a large watch cache.
+    apiforge_runtime::server::malloc_arenas::limit_to_cores();
     let Cli::Serve {
         bind_address,
         secure_port,

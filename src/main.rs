@@ -46,7 +46,10 @@ fn normalized_arch() -> &'static str {
 fn main() -> anyhow::Result<()> {
     let cli = options::Cli::parse();
     match cli.command {
-        options::Command::Serve(opts) => serve(*opts),
+        options::Command::Serve(opts) => {
+            apiforge_runtime::server::malloc_arenas::limit_to_cores();
+            serve(*opts)
+        }
         options::Command::Openapi(opts) => write_openapi(&opts.out),
     }
 }

@@ -1230,8 +1230,11 @@ async fn watch_once(settings: &Settings) -> anyhow::Result<WatchRun> {
     })
 }
 
-/// Fewer events than this cannot overflow a stalled watcher's queue
-/// (1,024 events in apiforge's watch cache) plus socket buffers.
+/// Fewer events than this cannot overflow what a stalled watcher's events
+/// fill up: apiforge's queue of 1,024 events per watcher, hyper's and
+/// rustls's buffers and the 128 KiB of unsent data the kernel holds per
+/// connection (`TCP_NOTSENT_LOWAT`); with this scenario's small events
+/// the server drops the watcher after ~1,800.
 const STALL_MIN_EVENTS: u64 = 2_000;
 
 async fn watch(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
@@ -1288,7 +1291,7 @@ async fn watch(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
             S,
             "delivery latency p99 ms",
             med(&|r| r.hist.value_at_quantile(0.99) as f64 / 1000.0),
-            Goal::Info,
+            Goal::AtMost(100.0),
         ),
         Figure::new(
             S,
@@ -1409,7 +1412,9 @@ async fn startup_memory(
             restarted.rss()? as f64 / MIB,
             Goal::Info,
         ));
-        // The watch cache starts on first use: one full list loads it.
+        // The watch cache loads at start-up (`/readyz` does not wait for
+        // it, as kube-apiserver's); the first list waits until it is
+        // loaded.
         let mut conn = Conn::connect(&restarted.target).await?;
         drop(conn.get(&collection("default")).await?.ok()?);
         tokio::time::sleep(Duration::from_secs(1)).await;

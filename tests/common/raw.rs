@@ -56,6 +56,16 @@ pub fn token(server: &Server) -> String {
 
 /// Opens a TLS connection to the server (HTTP/1.1, no ALPN).
 pub async fn connect(server: &Server) -> TlsStream<TcpStream> {
+    connect_with_recv_buffer(server, None).await
+}
+
+/// Opens a TLS connection whose socket receive buffer is `recv_buffer`
+/// bytes (the kernel's default when `None`): a small one makes a client
+/// that stops reading push back on the server at once.
+pub async fn connect_with_recv_buffer(
+    server: &Server,
+    recv_buffer: Option<u32>,
+) -> TlsStream<TcpStream> {
     let ca = server.data_dir.join("apiserver-ca.crt");
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(&ca).expect("CA file") {
@@ -67,7 +77,12 @@ pub async fn connect(server: &Server) -> TlsStream<TcpStream> {
         .expect("TLS versions")
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let tcp = TcpStream::connect(("127.0.0.1", server.port))
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    if let Some(size) = recv_buffer {
+        socket.set_recv_buffer_size(size).expect("SO_RCVBUF");
+    }
+    let tcp = socket
+        .connect(([127, 0, 0, 1], server.port).into())
         .await
         .expect("connect");
     TlsConnector::from(Arc::new(config))

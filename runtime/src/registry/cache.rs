@@ -658,15 +658,16 @@ async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), S
         .list(&cache.prefix, storage::ListOptions::default())
         .await
         .map_err(|e| e.to_string())?;
-    let mut objects = OrdMap::new();
-    for kv in &list.items {
-        let object = decode(kv).map_err(|e| e.to_string())?;
-        objects.insert(kv.key.clone(), Arc::new(object));
-    }
-    // The cached objects hold their own encodings: the stored values are
-    // not needed any more, and this function lives as long as the watch.
+    // The cached objects hold their own encodings: each stored value is
+    // dropped as soon as its object is built, so the allocator reuses its
+    // memory for the next objects instead of leaving the whole list's
+    // values as holes between the cached encodings.
     let revision = list.revision;
-    drop(list);
+    let mut objects = OrdMap::new();
+    for kv in list.items {
+        let object = decode(&kv).map_err(|e| e.to_string())?;
+        objects.insert(kv.key, Arc::new(object));
+    }
     let mut stream = cache
         .storage
         .watch(&cache.prefix, revision, true)

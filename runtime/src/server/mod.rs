@@ -8,6 +8,7 @@
 pub mod healthz;
 pub mod kubeconfig;
 pub mod lifecycle;
+pub mod malloc_arenas;
 pub mod tls;
 
 use std::future::Future;
@@ -23,6 +24,15 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::endpoints::{ApiServer, ApiServerParts, Documents, VersionInfo};
+
+/// How many bytes the kernel holds for a connection that it could not send
+/// yet (`TCP_NOTSENT_LOWAT`; data in flight to a reading client does not
+/// count, so throughput on long links is unaffected). Without it a client
+/// that stops reading has the send buffer autotuned up to `tcp_wmem` (4 MiB)
+/// of its watch events parked in the kernel, and its watch queue in the
+/// cache (see [`crate::registry::cache`]) would take that much longer to
+/// fill and get it dropped.
+const UNSENT_LIMIT: u32 = 128 * 1024;
 use crate::scheme::Scheme;
 use crate::storage::Storage;
 
@@ -301,6 +311,10 @@ pub async fn run(
                     }
                 };
                 let _ = tcp.set_nodelay(true);
+                // Bound what the kernel queues for a client that stopped
+                // reading (see `UNSENT_LIMIT`).
+                #[cfg(any(target_os = "linux", target_os = "android"))]
+                let _ = socket2::SockRef::from(&tcp).set_tcp_notsent_lowat(UNSENT_LIMIT);
                 let acceptor = TlsAcceptor::from(tls_config.current());
                 let router = router.clone();
                 let builder = builder.clone();
