@@ -93,18 +93,18 @@ impl UserInfo {
 }
 
 tokio::task_local! {
-    static CURRENT_USER: UserInfo;
+    static CURRENT_USER: Arc<UserInfo>;
 }
 
 /// Runs `fut` (a request's handling) as `user`: code below the handlers
 /// (admission, the registry) reads it with [`current_user`].
-pub async fn with_user<F: std::future::Future>(user: UserInfo, fut: F) -> F::Output {
+pub async fn with_user<F: std::future::Future>(user: Arc<UserInfo>, fut: F) -> F::Output {
     CURRENT_USER.scope(user, fut).await
 }
 
 /// The user of the request being handled, if any.
 pub fn current_user() -> Option<UserInfo> {
-    CURRENT_USER.try_with(Clone::clone).ok()
+    CURRENT_USER.try_with(|u| UserInfo::clone(u)).ok()
 }
 
 impl From<UserInfo> for crate::admission::UserInfo {
@@ -476,12 +476,19 @@ pub struct Authentication {
     pub failed_audit: Option<Arc<crate::audit::Auditor>>,
 }
 
+/// The user the authentication (and impersonation) filters put into a
+/// request's extensions, if any.
+pub fn user_of<B>(req: &http::Request<B>) -> Option<&Arc<UserInfo>> {
+    req.extensions().get::<Arc<UserInfo>>()
+}
+
 /// The authentication filter: the request's [`UserInfo`] goes into its
-/// extensions, or the request ends with 401 (audited, with auditing on).
+/// extensions (as an `Arc<UserInfo>`, see [`user_of`]), or the request
+/// ends with 401 (audited, with auditing on).
 pub async fn filter(
-    axum::extract::State(state): axum::extract::State<Authentication>,
+    state: &Authentication,
     mut req: axum::extract::Request,
-    next: axum::middleware::Next,
+    next: impl crate::filters::Next,
 ) -> axum::response::Response {
     let cert = req.extensions().get::<ClientCertificate>().cloned();
     match state
@@ -490,7 +497,7 @@ pub async fn filter(
         .await
     {
         Ok(user) => {
-            req.extensions_mut().insert(user);
+            req.extensions_mut().insert(Arc::new(user));
             next.run(req).await
         }
         Err(e) => {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
@@ -61,6 +61,9 @@ pub struct ApiServer {
     scheme: Scheme,
     stores: HashMap<(String, String, String), (Store, &'static KindInfo)>,
     docs: Documents,
+    /// The versions of each group with a resource list (`docs`), for
+    /// [`ApiServer::serves_version`].
+    served_versions: HashMap<String, Vec<String>>,
     authenticator: crate::authn::Authenticator,
     authorizer: crate::authz::Authorizer,
     version: VersionInfo,
@@ -150,10 +153,23 @@ impl ApiServer {
         {
             authenticator.set_secrets(secrets.clone());
         }
+        let mut served_versions: HashMap<String, Vec<String>> = HashMap::new();
+        for key in docs.resource_lists.keys() {
+            let (group, version) = match key.split('/').collect::<Vec<_>>().as_slice() {
+                ["api", version] => ("", *version),
+                ["apis", group, version] => (*group, *version),
+                _ => continue,
+            };
+            served_versions
+                .entry(group.to_string())
+                .or_default()
+                .push(version.to_string());
+        }
         ApiServer {
             scheme,
             stores,
             docs,
+            served_versions,
             authenticator,
             authorizer,
             version,
@@ -269,17 +285,34 @@ impl ApiServer {
         }
     }
 
-    /// The axum router of the whole API: kube-apiserver's delegation chain
-    /// ([`delegation::Chain::standard`]) with this server as its core link,
-    /// and gzip response compression ([`compression`]'s rules).
-    pub fn router(self: Arc<Self>) -> axum::Router {
-        let chain = Arc::new(delegation::Chain::standard(self));
-        axum::Router::new()
-            .fallback(move |req: Request| {
-                let chain = chain.clone();
-                async move { chain.serve(req).await }
-            })
-            .layer(axum::middleware::from_fn(compression::gzip))
+    /// Whether a resource list (`/api/<version>` or
+    /// `/apis/<group>/<version>`) is served for `group` and `version`.
+    pub fn serves_version(&self, group: &str, version: &str) -> bool {
+        self.served_versions
+            .get(group)
+            .is_some_and(|versions| versions.iter().any(|v| v == version))
+    }
+
+    /// The whole API behind the filter chain: kube-apiserver's delegation
+    /// chain ([`delegation::Chain::standard`]) with this server as its core
+    /// link, and gzip response compression ([`compression`]'s rules).
+    pub fn director(self: Arc<Self>) -> Director {
+        Director {
+            chain: delegation::Chain::standard(self),
+        }
+    }
+}
+
+/// What the filter chain ([`crate::filters::build`]) ends in: the
+/// delegation chain behind gzip compression.
+pub struct Director {
+    chain: delegation::Chain,
+}
+
+impl Director {
+    /// Serves `req` (which passed the filter chain).
+    pub async fn serve(&self, req: Request) -> Response {
+        compression::gzip(req, |req| self.chain.serve(req)).await
     }
 }
 
@@ -331,20 +364,11 @@ pub(crate) fn error_response(err: &ApiError) -> Response {
 
 /// Routes every request the core server owns (behind the filter chain,
 /// [`crate::filters`], and the delegation chain, [`delegation`]).
-async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Response {
-    let path = req.uri().path().to_string();
-    let query = req.uri().query().unwrap_or_default().to_string();
-    let params = Query::parse(&query);
-    let info = match req.extensions().get::<request_info::RequestInfo>() {
-        Some(info) => info.clone(),
-        None => crate::filters::request_info::from_request(&req),
-    };
+async fn director(server: &ApiServer, req: Request) -> Response {
+    let params = Query::parse(req.uri().query().unwrap_or_default());
+    let info = crate::filters::request_info::of(&req);
     if info.is_resource_request {
-        let user = req
-            .extensions()
-            .get::<crate::authn::UserInfo>()
-            .cloned()
-            .unwrap_or_default();
+        let user = crate::authn::user_of(&req).cloned().unwrap_or_default();
         if crate::authz::reviews::is_review(&info) {
             return crate::authz::reviews::handle(
                 &server.authenticator,
@@ -360,6 +384,7 @@ async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Respons
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
         return error_response(&Status::path_not_found().into());
     }
+    let path = req.uri().path().to_string();
     let mut segments = path.trim_start_matches('/').splitn(2, '/');
     if let Some(endpoint) = segments
         .next()

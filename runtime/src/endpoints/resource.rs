@@ -41,8 +41,8 @@ struct Ctx<'a> {
 }
 
 pub(super) async fn handle(
-    server: Arc<ApiServer>,
-    ri: RequestInfo,
+    server: &ApiServer,
+    ri: Arc<RequestInfo>,
     query: Query,
     req: Request,
 ) -> Response {
@@ -67,7 +67,7 @@ pub(super) async fn handle(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let ctx = Ctx {
-        server: &server,
+        server,
         store,
         info,
         ri: &ri,

@@ -4,7 +4,6 @@
 //! (unless a handler set one already).
 
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderName, HeaderValue};
 
@@ -16,7 +15,7 @@ pub static HEADER: HeaderName = HeaderName::from_static("audit-id");
 pub struct AuditId(pub String);
 
 /// The filter.
-pub async fn filter(mut req: Request, next: Next) -> Response {
+pub async fn filter(mut req: Request, next: impl super::Next) -> Response {
     let id = req
         .headers()
         .get(&HEADER)

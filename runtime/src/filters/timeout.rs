@@ -7,8 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 
 use super::RequestInfo;
@@ -23,11 +22,11 @@ pub const TIMEOUT_MESSAGE: &str = "Timeout: request did not complete within the 
 pub struct Deadline(pub tokio::time::Instant);
 
 /// The filter; its state is `--request-timeout`.
-pub async fn filter(State(default): State<Duration>, mut req: Request, next: Next) -> Response {
+pub async fn filter(default: Duration, mut req: Request, next: impl super::Next) -> Response {
     let long_running = req
         .extensions()
-        .get::<RequestInfo>()
-        .is_some_and(super::is_long_running);
+        .get::<std::sync::Arc<RequestInfo>>()
+        .is_some_and(|info| super::is_long_running(info));
     if long_running || default.is_zero() {
         return next.run(req).await;
     }

@@ -2,10 +2,9 @@
 //! below records `Warning: 299` headers with [`crate::warning::add`].
 
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
 
 /// The filter.
-pub async fn filter(req: Request, next: Next) -> Response {
+pub async fn filter(req: Request, next: impl super::Next) -> Response {
     crate::warning::record(next.run(req)).await
 }
