@@ -427,9 +427,8 @@ pub async fn filter(
     rec.emit(Stage::RequestReceived).await;
     let mut pending = Pending(Some(rec));
 
-    let outcome = std::panic::AssertUnwindSafe(next.run(req))
-        .catch_unwind()
-        .await;
+    let handler = std::pin::pin!(next.run(req));
+    let outcome = std::panic::AssertUnwindSafe(handler).catch_unwind().await;
     let Some(mut rec) = pending.take() else {
         // Not reachable: only this function takes the recorder.
         return outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic));

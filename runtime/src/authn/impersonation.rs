@@ -185,7 +185,8 @@ pub async fn filter(
         return next.run(req).await;
     }
     let requestor = super::user_of(&req).map_or_else(UserInfo::anonymous, |u| UserInfo::clone(u));
-    match impersonate(authorizer, requestor, req.headers_mut()).await {
+    // Boxed: a large future, on the rare impersonating requests only.
+    match Box::pin(impersonate(authorizer, requestor, req.headers_mut())).await {
         Ok(user) => {
             if impersonating {
                 crate::audit::record_impersonated_user(&req, &user);

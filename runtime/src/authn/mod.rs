@@ -398,6 +398,9 @@ impl Authenticator {
                 return Ok((UserInfo::new(ADMIN_USER, &[MASTERS_GROUP]), implicit));
             }
         }
+        // The authenticators below that wait (on storage or the network)
+        // are boxed: their futures are large, and this one is part of
+        // every request's chain future.
         let mut errors = Vec::new();
         if let Some(sa) = &self.service_accounts {
             match sa.authenticate(token, audiences, &self.api_audiences) {
@@ -409,21 +412,21 @@ impl Authenticator {
         if agnostic
             && self.bootstrap_tokens
             && let Some(secrets) = &self.secrets
-            && let Some(user) = bootstrap_token::authenticate(secrets, token).await
+            && let Some(user) = Box::pin(bootstrap_token::authenticate(secrets, token)).await
         {
             return Ok((user, implicit));
         }
         // OIDC ID tokens are audience-agnostic too (their `aud` is the
         // client id), as upstream wraps them.
         if agnostic && let Some(oidc) = &self.oidc {
-            match oidc.authenticate(token).await {
+            match Box::pin(oidc.authenticate(token)).await {
                 Ok(Some(user)) => return Ok((user, implicit)),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
             }
         }
         if let Some(webhook) = &self.webhook {
-            match webhook.authenticate(token, audiences).await {
+            match Box::pin(webhook.authenticate(token, audiences)).await {
                 Ok(Some(found)) => return Ok(found),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
@@ -502,7 +505,8 @@ pub async fn filter(
         }
         Err(e) => {
             if let Some(auditor) = &state.failed_audit {
-                crate::audit::failed_authentication(auditor, req, e.code()).await;
+                // Boxed: a rare path with a large future.
+                Box::pin(crate::audit::failed_authentication(auditor, req, e.code())).await;
             }
             crate::endpoints::error_response(&e)
         }

@@ -59,7 +59,10 @@ pub struct VersionInfo {
 /// Everything the handlers share.
 pub struct ApiServer {
     scheme: Scheme,
-    stores: HashMap<(String, String, String), (Store, &'static KindInfo)>,
+    /// The store and kind of each served (group, version, plural); the
+    /// keys are the scheme's static names, so requests look them up with
+    /// borrowed strings.
+    stores: HashMap<(&'static str, &'static str, &'static str), (Store, &'static KindInfo)>,
     docs: Documents,
     /// The versions of each group with a resource list (`docs`), for
     /// [`ApiServer::serves_version`].
@@ -147,10 +150,14 @@ impl ApiServer {
             ))),
             None => admission,
         };
-        let stores = crate::registry::attach_admission(stores, admission);
-        if let Some((secrets, _)) =
-            stores.get(&(String::new(), "v1".to_string(), "secrets".to_string()))
-        {
+        let stores: HashMap<_, _> = crate::registry::attach_admission(stores, admission)
+            .into_iter()
+            .filter_map(|((group, _, _), (store, info))| {
+                let group = scheme.groups().iter().find(|g| g.name == group)?.name;
+                Some(((group, info.version, info.plural), (store, info)))
+            })
+            .collect();
+        if let Some((secrets, _)) = stores.get(&("", "v1", "secrets")) {
             authenticator.set_secrets(secrets.clone());
         }
         let mut served_versions: HashMap<String, Vec<String>> = HashMap::new();
@@ -183,8 +190,7 @@ impl ApiServer {
     /// `kube-public`) when the core Namespace kind is served and they do not
     /// exist yet.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
-        let key = (String::new(), "v1".to_string(), "namespaces".to_string());
-        let Some((store, info)) = self.stores.get(&key) else {
+        let Some((store, info)) = self.stores.get(&("", "v1", "namespaces")) else {
             return Ok(());
         };
         for name in crate::builtin::core_v1::SYSTEM_NAMESPACES {
@@ -285,6 +291,19 @@ impl ApiServer {
         }
     }
 
+    /// The store and kind serving `group`, `version` and `plural`.
+    fn store<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+        plural: &'a str,
+    ) -> Option<&'a (Store, &'static KindInfo)> {
+        // The map is covariant in its keys: look up with shorter-lived
+        // `&str`s without allocating owned keys.
+        let stores: &HashMap<(&str, &str, &str), _> = &self.stores;
+        stores.get(&(group, version, plural))
+    }
+
     /// Whether a resource list (`/api/<version>` or
     /// `/apis/<group>/<version>`) is served for `group` and `version`.
     pub fn serves_version(&self, group: &str, version: &str) -> bool {
@@ -343,7 +362,12 @@ pub(crate) fn respond(code: StatusCode, format: Format, value: &Value) -> Respon
 pub(crate) fn bytes_response(code: StatusCode, content_type: &str, body: Bytes) -> Response {
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = code;
-    if let Ok(ct) = HeaderValue::from_str(content_type) {
+    // The usual type without copying it into a new header value.
+    let ct = match content_type {
+        "application/json" => Ok(HeaderValue::from_static("application/json")),
+        other => HeaderValue::from_str(other),
+    };
+    if let Ok(ct) = ct {
         resp.headers_mut().insert(header::CONTENT_TYPE, ct);
     }
     resp
@@ -379,7 +403,8 @@ async fn director(server: &ApiServer, req: Request) -> Response {
             )
             .await;
         }
-        return crate::authn::with_user(user, resource::handle(server, info, params, req)).await;
+        let handler = std::pin::pin!(resource::handle(server, info, params, req));
+        return crate::authn::with_user(user, handler).await;
     }
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
         return error_response(&Status::path_not_found().into());
@@ -407,7 +432,7 @@ async fn director(server: &ApiServer, req: Request) -> Response {
             Format::Json,
             &serde_json::to_value(&server.version).unwrap_or_default(),
         ),
-        "/api" | "/apis" => discovery_root(&server, &req, path.trim_start_matches('/')),
+        "/api" | "/apis" => discovery_root(server, &req, path.trim_start_matches('/')),
         "/openapi/v3" => document(&req, server.docs.openapi_v3_index.as_ref(), false),
         "/openapi/v2" => openapi_v2::serve(&req, &server.docs),
         _ => {

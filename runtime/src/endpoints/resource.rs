@@ -46,8 +46,7 @@ pub(super) async fn handle(
     query: Query,
     req: Request,
 ) -> Response {
-    let key = (ri.group.clone(), ri.version.clone(), ri.resource.clone());
-    let Some((store, info)) = server.stores.get(&key) else {
+    let Some((store, info)) = server.store(&ri.group, &ri.version, &ri.resource) else {
         return error_response(&Status::path_not_found().into());
     };
     let unserved_subresource = !ri.subresource.is_empty() && !subresources::served(info, &ri);

@@ -203,9 +203,17 @@ impl Filters {
     }
 
     /// The audit slot (empty without an auditor) and what runs inside it.
+    /// The audit filter's future is large and boxed, so that the chain's
+    /// future (copied as each filter starts the next) stays small when
+    /// auditing is off.
     async fn audited(&self, req: Request) -> Response {
         match &self.auditor {
-            Some(auditor) => crate::audit::filter(auditor, req, |req| self.impersonated(req)).await,
+            Some(auditor) => {
+                Box::pin(crate::audit::filter(auditor, req, |req| {
+                    self.impersonated(req)
+                }))
+                .await
+            }
             None => self.impersonated(req).await,
         }
     }

@@ -19,7 +19,10 @@ pub async fn filter(req: Request, next: impl super::Next) -> Response {
         .get::<super::audit_id::AuditId>()
         .map(|a| a.0.clone())
         .unwrap_or_default();
-    match AssertUnwindSafe(next.run(req)).catch_unwind().await {
+    // Pinned here, so `CatchUnwind` holds a pointer rather than a copy of
+    // the rest of the chain's future.
+    let handler = std::pin::pin!(next.run(req));
+    match AssertUnwindSafe(handler).catch_unwind().await {
         Ok(resp) => resp,
         Err(panic) => {
             let what = panic

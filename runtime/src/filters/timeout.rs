@@ -55,7 +55,10 @@ pub async fn filter(default: Duration, mut req: Request, next: impl super::Next)
         .map_or_else(Instant::now, |r| r.0);
     let deadline = tokio::time::Instant::from_std(started + timeout);
     req.extensions_mut().insert(Deadline(deadline));
-    match tokio::time::timeout_at(deadline, next.run(req)).await {
+    // Pinned here, so `Timeout` holds a pointer rather than a copy of the
+    // rest of the chain's future.
+    let handler = std::pin::pin!(next.run(req));
+    match tokio::time::timeout_at(deadline, handler).await {
         Ok(resp) => resp,
         Err(_) => super::status_response(super::failure(504, "Timeout", TIMEOUT_MESSAGE)),
     }

@@ -6,5 +6,8 @@ use axum::response::Response;
 
 /// The filter.
 pub async fn filter(req: Request, next: impl super::Next) -> Response {
-    crate::warning::record(next.run(req)).await
+    // Pinned here: the recorder polls it through a pointer instead of
+    // moving the rest of the chain's future into its own.
+    let handler = std::pin::pin!(next.run(req));
+    crate::warning::record(handler).await
 }
