@@ -314,7 +314,7 @@ impl ApiServer {
 
     /// The whole API behind the filter chain: kube-apiserver's delegation
     /// chain ([`delegation::Chain::standard`]) with this server as its core
-    /// link, and gzip response compression ([`compression`]'s rules).
+    /// link, and gzip response compression (the `compression` module's rules).
     pub fn director(self: Arc<Self>) -> Director {
         Director {
             chain: delegation::Chain::standard(self),

@@ -12,8 +12,9 @@
 //! 1. [`audit_id`]: reads or generates the request's `Audit-ID` (the one
 //!    [`audit_id::AuditId`] of the request, which audit events, logs and
 //!    the `Audit-Id` response header all use);
-//! 2. [`request_info`]: parses the path into [`RequestInfo`] and records
-//!    the arrival time, for every filter below;
+//! 2. [`request_info`]: parses the path into [`RequestInfo`] (shared by
+//!    everything below as an `Arc<RequestInfo>`, see [`request_info::of`])
+//!    and records the arrival time;
 //! 3. [`metrics`]: `apiserver_request_total`, request durations, long-running
 //!    request gauges;
 //! 4. [`panic_recovery`]: a panicking handler becomes a 500 `Status`;
