@@ -359,11 +359,8 @@ fn new_event(level: Level, user: UserInfo, info: &RequestInfo, req: &Request) ->
 
 /// The request's [`RequestInfo`] (from the request-info filter, or parsed
 /// now when the chain has none).
-fn request_info(req: &Request) -> RequestInfo {
-    match req.extensions().get::<RequestInfo>() {
-        Some(info) => info.clone(),
-        None => crate::filters::request_info::from_request(req),
-    }
+fn request_info(req: &Request) -> Arc<RequestInfo> {
+    crate::filters::request_info::of(req)
 }
 
 /// The audit filter (the chain's audit slot): the audit ID, the
@@ -372,15 +369,13 @@ fn request_info(req: &Request) -> RequestInfo {
 /// request-info filters); the rest of the chain (impersonation, flow
 /// control, authorization, the handler) runs inside it.
 pub async fn filter(
-    axum::extract::State(auditor): axum::extract::State<Arc<Auditor>>,
+    auditor: &Arc<Auditor>,
     mut req: Request,
-    next: axum::middleware::Next,
+    next: impl crate::filters::Next,
 ) -> Response {
     let info = request_info(&req);
-    let user = req
-        .extensions()
-        .get::<UserInfo>()
-        .cloned()
+    let user = crate::authn::user_of(&req)
+        .map(|u| UserInfo::clone(u))
         .unwrap_or_default();
     let cfg = auditor.policy.evaluate(&attributes(Some(&user), &info));
     if cfg.level == Level::None {
@@ -424,7 +419,7 @@ pub async fn filter(
     let ctx = AuditContext::default();
     req.extensions_mut().insert(ctx.clone());
     let mut rec = Recorder {
-        auditor,
+        auditor: auditor.clone(),
         cfg,
         event,
         ctx,
@@ -432,9 +427,8 @@ pub async fn filter(
     rec.emit(Stage::RequestReceived).await;
     let mut pending = Pending(Some(rec));
 
-    let outcome = std::panic::AssertUnwindSafe(next.run(req))
-        .catch_unwind()
-        .await;
+    let handler = std::pin::pin!(next.run(req));
+    let outcome = std::panic::AssertUnwindSafe(handler).catch_unwind().await;
     let Some(mut rec) = pending.take() else {
         // Not reachable: only this function takes the recorder.
         return outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -564,7 +558,6 @@ pub async fn failed_authentication(auditor: &Arc<Auditor>, req: Request, code: u
 mod tests {
     use std::time::Duration;
 
-    use axum::middleware::{from_fn, from_fn_with_state};
     use axum::routing::get;
     use tower::ServiceExt;
 
@@ -592,14 +585,26 @@ mod tests {
             .collect()
     }
 
-    /// The audit layer with the filters it reads from (audit ID, request
+    /// The audit filter with the filters it reads from (audit ID, request
     /// info, panic recovery) around `router`.
-    fn chain(router: axum::Router, auditor: Arc<Auditor>) -> axum::Router {
-        router
-            .layer(from_fn_with_state(auditor, filter))
-            .layer(from_fn(crate::filters::panic_recovery::filter))
-            .layer(from_fn(crate::filters::request_info::filter))
-            .layer(from_fn(crate::filters::audit_id::filter))
+    fn chain(
+        router: axum::Router,
+        auditor: Arc<Auditor>,
+    ) -> impl tower::Service<Request, Response = Response, Error = std::convert::Infallible> {
+        use crate::filters::{audit_id, panic_recovery, request_info};
+        tower::service_fn(move |req: Request| {
+            let (router, auditor) = (router.clone(), auditor.clone());
+            async move {
+                let handler =
+                    |req| async move { router.oneshot(req).await.unwrap_or_else(|e| match e {}) };
+                Ok(audit_id::filter(req, |req| {
+                    request_info::filter(req, |req| {
+                        panic_recovery::filter(req, |req| filter(&auditor, req, handler))
+                    })
+                })
+                .await)
+            }
+        })
     }
 
     fn request(path: &str) -> Request {

@@ -159,20 +159,34 @@ pub async fn impersonate(
 /// allowed), and marks `system:masters` requests exempt from the
 /// max-in-flight limit.
 pub async fn filter(
-    axum::extract::State(authorizer): axum::extract::State<std::sync::Arc<Authorizer>>,
+    authorizer: &Authorizer,
     mut req: axum::extract::Request,
-    next: axum::middleware::Next,
+    next: impl crate::filters::Next,
 ) -> axum::response::Response {
-    let requestor = req
-        .extensions()
-        .get::<UserInfo>()
-        .cloned()
-        .unwrap_or_else(UserInfo::anonymous);
     let impersonating = req
         .headers()
         .keys()
         .any(|k| k.as_str().starts_with("impersonate-"));
-    match impersonate(&authorizer, requestor, req.headers_mut()).await {
+    if !impersonating {
+        // Without `Impersonate-*` headers [`impersonate`] returns the
+        // requestor unchanged: keep the authenticated user as it is.
+        let masters = match super::user_of(&req) {
+            Some(user) => user.in_group(super::MASTERS_GROUP),
+            None => {
+                req.extensions_mut()
+                    .insert(std::sync::Arc::new(UserInfo::anonymous()));
+                false
+            }
+        };
+        if masters {
+            req.extensions_mut()
+                .insert(crate::filters::max_in_flight::LimitExempt);
+        }
+        return next.run(req).await;
+    }
+    let requestor = super::user_of(&req).map_or_else(UserInfo::anonymous, |u| UserInfo::clone(u));
+    // Boxed: a large future, on the rare impersonating requests only.
+    match Box::pin(impersonate(authorizer, requestor, req.headers_mut())).await {
         Ok(user) => {
             if impersonating {
                 crate::audit::record_impersonated_user(&req, &user);
@@ -181,7 +195,7 @@ pub async fn filter(
                 req.extensions_mut()
                     .insert(crate::filters::max_in_flight::LimitExempt);
             }
-            req.extensions_mut().insert(user);
+            req.extensions_mut().insert(std::sync::Arc::new(user));
             next.run(req).await
         }
         Err(e) => crate::endpoints::error_response(&e),

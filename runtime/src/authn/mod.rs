@@ -93,18 +93,18 @@ impl UserInfo {
 }
 
 tokio::task_local! {
-    static CURRENT_USER: UserInfo;
+    static CURRENT_USER: Arc<UserInfo>;
 }
 
 /// Runs `fut` (a request's handling) as `user`: code below the handlers
 /// (admission, the registry) reads it with [`current_user`].
-pub async fn with_user<F: std::future::Future>(user: UserInfo, fut: F) -> F::Output {
+pub async fn with_user<F: std::future::Future>(user: Arc<UserInfo>, fut: F) -> F::Output {
     CURRENT_USER.scope(user, fut).await
 }
 
 /// The user of the request being handled, if any.
 pub fn current_user() -> Option<UserInfo> {
-    CURRENT_USER.try_with(Clone::clone).ok()
+    CURRENT_USER.try_with(|u| UserInfo::clone(u)).ok()
 }
 
 impl From<UserInfo> for crate::admission::UserInfo {
@@ -398,6 +398,9 @@ impl Authenticator {
                 return Ok((UserInfo::new(ADMIN_USER, &[MASTERS_GROUP]), implicit));
             }
         }
+        // The authenticators below that wait (on storage or the network)
+        // are boxed: their futures are large, and this one is part of
+        // every request's chain future.
         let mut errors = Vec::new();
         if let Some(sa) = &self.service_accounts {
             match sa.authenticate(token, audiences, &self.api_audiences) {
@@ -409,21 +412,21 @@ impl Authenticator {
         if agnostic
             && self.bootstrap_tokens
             && let Some(secrets) = &self.secrets
-            && let Some(user) = bootstrap_token::authenticate(secrets, token).await
+            && let Some(user) = Box::pin(bootstrap_token::authenticate(secrets, token)).await
         {
             return Ok((user, implicit));
         }
         // OIDC ID tokens are audience-agnostic too (their `aud` is the
         // client id), as upstream wraps them.
         if agnostic && let Some(oidc) = &self.oidc {
-            match oidc.authenticate(token).await {
+            match Box::pin(oidc.authenticate(token)).await {
                 Ok(Some(user)) => return Ok((user, implicit)),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
             }
         }
         if let Some(webhook) = &self.webhook {
-            match webhook.authenticate(token, audiences).await {
+            match Box::pin(webhook.authenticate(token, audiences)).await {
                 Ok(Some(found)) => return Ok(found),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
@@ -476,12 +479,19 @@ pub struct Authentication {
     pub failed_audit: Option<Arc<crate::audit::Auditor>>,
 }
 
+/// The user the authentication (and impersonation) filters put into a
+/// request's extensions, if any.
+pub fn user_of<B>(req: &http::Request<B>) -> Option<&Arc<UserInfo>> {
+    req.extensions().get::<Arc<UserInfo>>()
+}
+
 /// The authentication filter: the request's [`UserInfo`] goes into its
-/// extensions, or the request ends with 401 (audited, with auditing on).
+/// extensions (as an `Arc<UserInfo>`, see [`user_of`]), or the request
+/// ends with 401 (audited, with auditing on).
 pub async fn filter(
-    axum::extract::State(state): axum::extract::State<Authentication>,
+    state: &Authentication,
     mut req: axum::extract::Request,
-    next: axum::middleware::Next,
+    next: impl crate::filters::Next,
 ) -> axum::response::Response {
     let cert = req.extensions().get::<ClientCertificate>().cloned();
     match state
@@ -490,12 +500,13 @@ pub async fn filter(
         .await
     {
         Ok(user) => {
-            req.extensions_mut().insert(user);
+            req.extensions_mut().insert(Arc::new(user));
             next.run(req).await
         }
         Err(e) => {
             if let Some(auditor) = &state.failed_audit {
-                crate::audit::failed_authentication(auditor, req, e.code()).await;
+                // Boxed: a rare path with a large future.
+                Box::pin(crate::audit::failed_authentication(auditor, req, e.code())).await;
             }
             crate::endpoints::error_response(&e)
         }

@@ -22,7 +22,6 @@ use std::io::Write;
 use axum::body::Body;
 use axum::body::HttpBody as _;
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -69,7 +68,7 @@ fn is_watch(req: &Request) -> bool {
 }
 
 /// The middleware: compresses the response when the rules above say so.
-pub(super) async fn gzip(req: Request, next: Next) -> Response {
+pub(super) async fn gzip(req: Request, next: impl crate::filters::Next) -> Response {
     let path = req.uri().path();
     let openapi_v2 = path == "/openapi/v2";
     let openapi_v3 = path == "/openapi/v3" || path.starts_with("/openapi/v3/");

@@ -8,24 +8,20 @@
 //! features exist ([`PassThrough`]); the core link ([`Core`]) serves the
 //! paths of the compiled-in groups, discovery, OpenAPI, health, metrics
 //! and version; [`not_found`] answers kube-apiserver's 404 Status.
+//!
+//! A link first says whether it [owns](Link::owns) a request (a cheap,
+//! synchronous check), and only the owner [serves](Link::serve) it, so a
+//! request costs one boxed future however many links it passes.
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::response::Response;
 
 use super::ApiServer;
 use super::request_info::RequestInfo;
 use crate::admission::async_trait;
 use crate::meta::Status;
-
-/// What a link did with a request.
-pub enum Outcome {
-    /// The link answered.
-    Handled(Response),
-    /// Not this link's: the next one gets the request.
-    Delegated(Request),
-}
 
 /// One server of the chain.
 #[async_trait]
@@ -34,8 +30,11 @@ pub trait Link: Send + Sync {
     /// `kube-apiserver`, `apiextensions-apiserver`).
     fn name(&self) -> &'static str;
 
-    /// Answers `req`, or hands it on.
-    async fn serve(&self, req: Request) -> Outcome;
+    /// Whether this link answers `req` (else the next link gets it).
+    fn owns(&self, req: &Request) -> bool;
+
+    /// Answers a request the link [owns](Link::owns).
+    async fn serve(&self, req: Request) -> Response;
 }
 
 /// A link that serves nothing (yet) and hands every request on.
@@ -47,8 +46,12 @@ impl Link for PassThrough {
         self.0
     }
 
-    async fn serve(&self, req: Request) -> Outcome {
-        Outcome::Delegated(req)
+    fn owns(&self, _: &Request) -> bool {
+        false
+    }
+
+    async fn serve(&self, _: Request) -> Response {
+        not_found()
     }
 }
 
@@ -56,22 +59,27 @@ impl Link for PassThrough {
 /// endpoints.
 pub struct Core(pub Arc<ApiServer>);
 
-impl Core {
-    /// Whether the request is for a path this server serves.
+#[async_trait]
+impl Link for Core {
+    fn name(&self) -> &'static str {
+        "kube-apiserver"
+    }
+
+    /// Whether the request is for a path this server serves (a resource
+    /// of a served group version, or one of the server's own paths).
     fn owns(&self, req: &Request) -> bool {
         let server = &self.0;
-        let info = match req.extensions().get::<RequestInfo>() {
-            Some(info) => info.clone(),
-            None => crate::filters::request_info::from_request(req),
+        let parsed;
+        let info: &RequestInfo = match req.extensions().get::<Arc<RequestInfo>>() {
+            Some(info) => info,
+            None => {
+                parsed = crate::filters::request_info::from_request(req);
+                &parsed
+            }
         };
         if info.is_resource_request {
-            let list = if info.group.is_empty() {
-                format!("api/{}", info.version)
-            } else {
-                format!("apis/{}/{}", info.group, info.version)
-            };
-            return server.docs.resource_lists.contains_key(&list)
-                || crate::authz::reviews::is_review(&info);
+            return server.serves_version(&info.group, &info.version)
+                || crate::authz::reviews::is_review(info);
         }
         let path = req.uri().path().trim_end_matches('/');
         let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
@@ -91,20 +99,9 @@ impl Core {
             }
         }
     }
-}
 
-#[async_trait]
-impl Link for Core {
-    fn name(&self) -> &'static str {
-        "kube-apiserver"
-    }
-
-    async fn serve(&self, req: Request) -> Outcome {
-        if self.owns(&req) {
-            Outcome::Handled(super::director(State(self.0.clone()), req).await)
-        } else {
-            Outcome::Delegated(req)
-        }
+    async fn serve(&self, req: Request) -> Response {
+        super::director(&self.0, req).await
     }
 }
 
@@ -133,15 +130,13 @@ impl Chain {
         self.links.iter().map(|l| l.name()).collect()
     }
 
-    /// Passes `req` along the chain.
-    pub async fn serve(&self, mut req: Request) -> Response {
-        for link in &self.links {
-            match link.serve(req).await {
-                Outcome::Handled(resp) => return resp,
-                Outcome::Delegated(r) => req = r,
-            }
+    /// Passes `req` along the chain: the first link that owns it serves
+    /// it.
+    pub async fn serve(&self, req: Request) -> Response {
+        match self.links.iter().find(|link| link.owns(&req)) {
+            Some(link) => link.serve(req).await,
+            None => not_found(),
         }
-        not_found()
     }
 }
 
@@ -164,14 +159,14 @@ mod tests {
             self.0
         }
 
-        async fn serve(&self, req: Request) -> Outcome {
-            if req.uri().path().starts_with(self.0) {
-                let mut resp = Response::new(Body::empty());
-                *resp.status_mut() = http::StatusCode::from_u16(self.1).expect("code");
-                Outcome::Handled(resp)
-            } else {
-                Outcome::Delegated(req)
-            }
+        fn owns(&self, req: &Request) -> bool {
+            req.uri().path().starts_with(self.0)
+        }
+
+        async fn serve(&self, _: Request) -> Response {
+            let mut resp = Response::new(Body::empty());
+            *resp.status_mut() = http::StatusCode::from_u16(self.1).expect("code");
+            resp
         }
     }
 

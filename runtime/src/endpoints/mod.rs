@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
@@ -59,8 +59,14 @@ pub struct VersionInfo {
 /// Everything the handlers share.
 pub struct ApiServer {
     scheme: Scheme,
-    stores: HashMap<(String, String, String), (Store, &'static KindInfo)>,
+    /// The store and kind of each served (group, version, plural); the
+    /// keys are the scheme's static names, so requests look them up with
+    /// borrowed strings.
+    stores: HashMap<(&'static str, &'static str, &'static str), (Store, &'static KindInfo)>,
     docs: Documents,
+    /// The versions of each group with a resource list (`docs`), for
+    /// [`ApiServer::serves_version`].
+    served_versions: HashMap<String, Vec<String>>,
     authenticator: crate::authn::Authenticator,
     authorizer: crate::authz::Authorizer,
     version: VersionInfo,
@@ -144,16 +150,33 @@ impl ApiServer {
             ))),
             None => admission,
         };
-        let stores = crate::registry::attach_admission(stores, admission);
-        if let Some((secrets, _)) =
-            stores.get(&(String::new(), "v1".to_string(), "secrets".to_string()))
-        {
+        let stores: HashMap<_, _> = crate::registry::attach_admission(stores, admission)
+            .into_iter()
+            .filter_map(|((group, _, _), (store, info))| {
+                let group = scheme.groups().iter().find(|g| g.name == group)?.name;
+                Some(((group, info.version, info.plural), (store, info)))
+            })
+            .collect();
+        if let Some((secrets, _)) = stores.get(&("", "v1", "secrets")) {
             authenticator.set_secrets(secrets.clone());
+        }
+        let mut served_versions: HashMap<String, Vec<String>> = HashMap::new();
+        for key in docs.resource_lists.keys() {
+            let (group, version) = match key.split('/').collect::<Vec<_>>().as_slice() {
+                ["api", version] => ("", *version),
+                ["apis", group, version] => (*group, *version),
+                _ => continue,
+            };
+            served_versions
+                .entry(group.to_string())
+                .or_default()
+                .push(version.to_string());
         }
         ApiServer {
             scheme,
             stores,
             docs,
+            served_versions,
             authenticator,
             authorizer,
             version,
@@ -167,8 +190,7 @@ impl ApiServer {
     /// `kube-public`) when the core Namespace kind is served and they do not
     /// exist yet.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
-        let key = (String::new(), "v1".to_string(), "namespaces".to_string());
-        let Some((store, info)) = self.stores.get(&key) else {
+        let Some((store, info)) = self.stores.get(&("", "v1", "namespaces")) else {
             return Ok(());
         };
         for name in crate::builtin::core_v1::SYSTEM_NAMESPACES {
@@ -269,17 +291,47 @@ impl ApiServer {
         }
     }
 
-    /// The axum router of the whole API: kube-apiserver's delegation chain
-    /// ([`delegation::Chain::standard`]) with this server as its core link,
-    /// and gzip response compression ([`compression`]'s rules).
-    pub fn router(self: Arc<Self>) -> axum::Router {
-        let chain = Arc::new(delegation::Chain::standard(self));
-        axum::Router::new()
-            .fallback(move |req: Request| {
-                let chain = chain.clone();
-                async move { chain.serve(req).await }
-            })
-            .layer(axum::middleware::from_fn(compression::gzip))
+    /// The store and kind serving `group`, `version` and `plural`.
+    fn store<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+        plural: &'a str,
+    ) -> Option<&'a (Store, &'static KindInfo)> {
+        // The map is covariant in its keys: look up with shorter-lived
+        // `&str`s without allocating owned keys.
+        let stores: &HashMap<(&str, &str, &str), _> = &self.stores;
+        stores.get(&(group, version, plural))
+    }
+
+    /// Whether a resource list (`/api/<version>` or
+    /// `/apis/<group>/<version>`) is served for `group` and `version`.
+    pub fn serves_version(&self, group: &str, version: &str) -> bool {
+        self.served_versions
+            .get(group)
+            .is_some_and(|versions| versions.iter().any(|v| v == version))
+    }
+
+    /// The whole API behind the filter chain: kube-apiserver's delegation
+    /// chain ([`delegation::Chain::standard`]) with this server as its core
+    /// link, and gzip response compression (the `compression` module's rules).
+    pub fn director(self: Arc<Self>) -> Director {
+        Director {
+            chain: delegation::Chain::standard(self),
+        }
+    }
+}
+
+/// What the filter chain ([`crate::filters::build`]) ends in: the
+/// delegation chain behind gzip compression.
+pub struct Director {
+    chain: delegation::Chain,
+}
+
+impl Director {
+    /// Serves `req` (which passed the filter chain).
+    pub async fn serve(&self, req: Request) -> Response {
+        compression::gzip(req, |req| self.chain.serve(req)).await
     }
 }
 
@@ -310,7 +362,12 @@ pub(crate) fn respond(code: StatusCode, format: Format, value: &Value) -> Respon
 pub(crate) fn bytes_response(code: StatusCode, content_type: &str, body: Bytes) -> Response {
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = code;
-    if let Ok(ct) = HeaderValue::from_str(content_type) {
+    // The usual type without copying it into a new header value.
+    let ct = match content_type {
+        "application/json" => Ok(HeaderValue::from_static("application/json")),
+        other => HeaderValue::from_str(other),
+    };
+    if let Ok(ct) = ct {
         resp.headers_mut().insert(header::CONTENT_TYPE, ct);
     }
     resp
@@ -331,20 +388,11 @@ pub(crate) fn error_response(err: &ApiError) -> Response {
 
 /// Routes every request the core server owns (behind the filter chain,
 /// [`crate::filters`], and the delegation chain, [`delegation`]).
-async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Response {
-    let path = req.uri().path().to_string();
-    let query = req.uri().query().unwrap_or_default().to_string();
-    let params = Query::parse(&query);
-    let info = match req.extensions().get::<request_info::RequestInfo>() {
-        Some(info) => info.clone(),
-        None => crate::filters::request_info::from_request(&req),
-    };
+async fn director(server: &ApiServer, req: Request) -> Response {
+    let params = Query::parse(req.uri().query().unwrap_or_default());
+    let info = crate::filters::request_info::of(&req);
     if info.is_resource_request {
-        let user = req
-            .extensions()
-            .get::<crate::authn::UserInfo>()
-            .cloned()
-            .unwrap_or_default();
+        let user = crate::authn::user_of(&req).cloned().unwrap_or_default();
         if crate::authz::reviews::is_review(&info) {
             return crate::authz::reviews::handle(
                 &server.authenticator,
@@ -355,11 +403,13 @@ async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Respons
             )
             .await;
         }
-        return crate::authn::with_user(user, resource::handle(server, info, params, req)).await;
+        let handler = std::pin::pin!(resource::handle(server, info, params, req));
+        return crate::authn::with_user(user, handler).await;
     }
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
         return error_response(&Status::path_not_found().into());
     }
+    let path = req.uri().path().to_string();
     let mut segments = path.trim_start_matches('/').splitn(2, '/');
     if let Some(endpoint) = segments
         .next()
@@ -382,7 +432,7 @@ async fn director(State(server): State<Arc<ApiServer>>, req: Request) -> Respons
             Format::Json,
             &serde_json::to_value(&server.version).unwrap_or_default(),
         ),
-        "/api" | "/apis" => discovery_root(&server, &req, path.trim_start_matches('/')),
+        "/api" | "/apis" => discovery_root(server, &req, path.trim_start_matches('/')),
         "/openapi/v3" => document(&req, server.docs.openapi_v3_index.as_ref(), false),
         "/openapi/v2" => openapi_v2::serve(&req, &server.docs),
         _ => {

@@ -33,67 +33,71 @@ pub struct RequestInfo {
 pub fn parse(method: &http::Method, path: &str, watch_query: bool) -> RequestInfo {
     let mut info = RequestInfo {
         path: path.to_string(),
-        verb: method.as_str().to_lowercase(),
         ..Default::default()
     };
     let trimmed = path.trim_matches('/');
-    let mut parts: Vec<&str> = if trimmed.is_empty() {
+    let parts: Vec<&str> = if trimmed.is_empty() {
         Vec::new()
     } else {
         trimmed.split('/').collect()
     };
-    let Some(prefix) = parts.first().copied() else {
-        return info;
+    // `api/{version}/...` (at least 3 segments) or
+    // `apis/{group}/{version}/...` (at least 4).
+    let rest = match parts.as_slice() {
+        ["api", version, rest @ ..] if !rest.is_empty() => {
+            info.version = version.to_string();
+            rest
+        }
+        ["apis", group, version, rest @ ..] if !rest.is_empty() => {
+            info.group = group.to_string();
+            info.version = version.to_string();
+            rest
+        }
+        _ => {
+            // Not a resource request: the verb is the lower-case method.
+            info.verb = method.as_str().to_lowercase();
+            return info;
+        }
     };
-    if prefix != "api" && prefix != "apis" {
-        return info;
-    }
-    let min = if prefix == "api" { 3 } else { 4 };
-    if parts.len() < min {
-        return info;
-    }
     info.is_resource_request = true;
-    info.api_prefix = prefix.to_string();
-    parts.remove(0);
-    if prefix == "apis" {
-        info.group = parts.remove(0).to_string();
-    }
-    info.version = parts.remove(0).to_string();
+    info.api_prefix = parts.first().copied().unwrap_or_default().to_string();
 
-    let mut path_watch = false;
-    if parts.first() == Some(&"watch") {
-        parts.remove(0);
-        path_watch = true;
-    }
-    if parts.first() == Some(&"namespaces") && parts.len() > 1 {
-        info.namespace = parts[1].to_string();
-        if parts.len() > 2
-            && !(parts.len() == 3 && (parts[2] == "status" || parts[2] == "finalize"))
-        {
-            parts.drain(0..2);
-        } else {
-            // `/namespaces/{name}[/status|/finalize]` addresses a namespace object.
+    let (path_watch, rest) = match rest {
+        ["watch", rest @ ..] => (true, rest),
+        _ => (false, rest),
+    };
+    let rest = match rest {
+        // `/namespaces/{name}[/status|/finalize]` addresses a namespace
+        // object.
+        ["namespaces", name] => {
             info.resource = "namespaces".into();
-            info.name = parts[1].to_string();
-            info.namespace.clear();
-            if parts.len() == 3 {
-                info.subresource = parts[2].to_string();
+            info.name = name.to_string();
+            &[]
+        }
+        ["namespaces", name, sub @ ("status" | "finalize")] => {
+            info.resource = "namespaces".into();
+            info.name = name.to_string();
+            info.subresource = sub.to_string();
+            &[]
+        }
+        ["namespaces", namespace, rest @ ..] => {
+            info.namespace = namespace.to_string();
+            rest
+        }
+        _ => rest,
+    };
+    if let [resource, more @ ..] = rest {
+        info.resource = resource.to_string();
+        if let [name, more @ ..] = more {
+            info.name = name.to_string();
+            if let [subresource, ..] = more {
+                info.subresource = subresource.to_string();
             }
-            parts.clear();
-        }
-    }
-    if !parts.is_empty() {
-        info.resource = parts[0].to_string();
-        if let Some(n) = parts.get(1) {
-            info.name = n.to_string();
-        }
-        if let Some(s) = parts.get(2) {
-            info.subresource = s.to_string();
         }
     }
     let has_name = !info.name.is_empty();
     info.verb = if path_watch {
-        "watch".into()
+        "watch"
     } else {
         match *method {
             http::Method::POST => "create",
@@ -106,8 +110,8 @@ pub fn parse(method: &http::Method, path: &str, watch_query: bool) -> RequestInf
             http::Method::DELETE => "deletecollection",
             _ => "",
         }
-        .into()
-    };
+    }
+    .to_string();
     info
 }
 

@@ -41,13 +41,12 @@ struct Ctx<'a> {
 }
 
 pub(super) async fn handle(
-    server: Arc<ApiServer>,
-    ri: RequestInfo,
+    server: &ApiServer,
+    ri: Arc<RequestInfo>,
     query: Query,
     req: Request,
 ) -> Response {
-    let key = (ri.group.clone(), ri.version.clone(), ri.resource.clone());
-    let Some((store, info)) = server.stores.get(&key) else {
+    let Some((store, info)) = server.store(&ri.group, &ri.version, &ri.resource) else {
         return error_response(&Status::path_not_found().into());
     };
     let unserved_subresource = !ri.subresource.is_empty() && !subresources::served(info, &ri);
@@ -67,7 +66,7 @@ pub(super) async fn handle(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let ctx = Ctx {
-        server: &server,
+        server,
         store,
         info,
         ri: &ri,

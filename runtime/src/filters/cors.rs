@@ -3,11 +3,8 @@
 //! `Access-Control-*` headers; a preflight (`OPTIONS`) from such an origin
 //! is answered 204 right here. Other requests pass untouched.
 
-use std::sync::Arc;
-
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 
@@ -84,7 +81,7 @@ fn set_headers(headers: &mut HeaderMap, origin: HeaderValue) {
 }
 
 /// The filter.
-pub async fn filter(State(cors): State<Arc<Cors>>, req: Request, next: Next) -> Response {
+pub async fn filter(cors: &Cors, req: Request, next: impl super::Next) -> Response {
     if cors.origins.is_empty() {
         return next.run(req).await;
     }

@@ -3,10 +3,7 @@
 //! `Strict-Transport-Security` with the directives joined by `; ` (unless
 //! a handler set one).
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, header};
 
@@ -44,7 +41,7 @@ pub fn validate_directives(directives: &[String]) -> Vec<String> {
 }
 
 /// The filter.
-pub async fn filter(State(hsts): State<Arc<Hsts>>, req: Request, next: Next) -> Response {
+pub async fn filter(hsts: &Hsts, req: Request, next: impl super::Next) -> Response {
     let mut resp = next.run(req).await;
     if let Some(value) = &hsts.0
         && !resp

@@ -8,8 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use tokio::sync::Notify;
 
@@ -63,11 +62,11 @@ impl Drop for Guard {
 }
 
 /// The filter.
-pub async fn filter(State(in_flight): State<Arc<InFlight>>, req: Request, next: Next) -> Response {
+pub async fn filter(in_flight: &Arc<InFlight>, req: Request, next: impl super::Next) -> Response {
     let long_running = req
         .extensions()
-        .get::<RequestInfo>()
-        .is_some_and(super::is_long_running);
+        .get::<std::sync::Arc<RequestInfo>>()
+        .is_some_and(|info| super::is_long_running(info));
     if long_running {
         return next.run(req).await;
     }

@@ -9,8 +9,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use tokio::sync::Semaphore;
 
@@ -50,8 +49,8 @@ fn is_health_path(path: &str) -> bool {
 }
 
 /// The filter.
-pub async fn filter(State(limits): State<Arc<Limits>>, req: Request, next: Next) -> Response {
-    let Some(info) = req.extensions().get::<RequestInfo>() else {
+pub async fn filter(limits: &Limits, req: Request, next: impl super::Next) -> Response {
+    let Some(info) = req.extensions().get::<Arc<RequestInfo>>() else {
         return next.run(req).await;
     };
     if super::is_long_running(info)

@@ -3,11 +3,11 @@
 //! every request, with kube-apiserver's labels; watches (long-running) are
 //! counted in `apiserver_longrunning_requests` while their stream lasts.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
 use futures::StreamExt;
 use http::header;
@@ -16,16 +16,27 @@ use super::RequestInfo;
 use super::request_info::ReceivedAt;
 
 /// kube-apiserver's `CleanVerb`: upper-case metric verbs.
-pub fn metric_verb(info: &RequestInfo, method: &http::Method, apply: bool) -> String {
+pub fn metric_verb(info: &RequestInfo, method: &http::Method, apply: bool) -> Cow<'static, str> {
     if !info.is_resource_request {
-        return method.as_str().to_uppercase();
+        return upper_case(method);
     }
     match info.verb.as_str() {
         "list" => "LIST".into(),
         "watch" => "WATCH".into(),
         "deletecollection" => "DELETECOLLECTION".into(),
         "patch" if apply => "APPLY".into(),
-        _ => method.as_str().to_uppercase(),
+        _ => upper_case(method),
+    }
+}
+
+/// The method in upper case (the standard methods without allocating).
+fn upper_case(method: &http::Method) -> Cow<'static, str> {
+    const STANDARD: [&str; 9] = [
+        "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE",
+    ];
+    match STANDARD.iter().find(|m| **m == method.as_str()) {
+        Some(m) => Cow::Borrowed(m),
+        None => Cow::Owned(method.as_str().to_uppercase()),
     }
 }
 
@@ -43,8 +54,12 @@ pub fn metric_scope(info: &RequestInfo) -> &'static str {
 }
 
 /// The filter.
-pub async fn filter(req: Request, next: Next) -> Response {
-    let Some(info) = req.extensions().get::<RequestInfo>().cloned() else {
+pub async fn filter(req: Request, next: impl super::Next) -> Response {
+    let Some(info) = req
+        .extensions()
+        .get::<std::sync::Arc<RequestInfo>>()
+        .cloned()
+    else {
         return next.run(req).await;
     };
     let started = req
@@ -66,7 +81,8 @@ pub async fn filter(req: Request, next: Next) -> Response {
 
     let metrics = crate::metrics::global();
     let dry_run = if dry_run { "All" } else { "" };
-    let code = resp.status().as_u16().to_string();
+    let status = resp.status();
+    let code = status.as_str();
     let (group, version, resource, subresource) = (
         info.group.as_str(),
         info.version.as_str(),
@@ -76,7 +92,7 @@ pub async fn filter(req: Request, next: Next) -> Response {
     metrics
         .request_total
         .with_label_values(&[
-            verb.as_str(),
+            &*verb,
             dry_run,
             group,
             version,
@@ -84,14 +100,14 @@ pub async fn filter(req: Request, next: Next) -> Response {
             subresource,
             scope,
             "apiserver",
-            code.as_str(),
+            code,
         ])
         .inc();
     if !long_running {
         metrics
             .request_duration
             .with_label_values(&[
-                verb.as_str(),
+                &*verb,
                 dry_run,
                 group,
                 version,
@@ -108,7 +124,7 @@ pub async fn filter(req: Request, next: Next) -> Response {
     }
     // Long-running: counted until the response stream ends.
     let guard = crate::metrics::GaugeGuard::new(metrics.longrunning_requests.with_label_values(&[
-        verb.as_str(),
+        &*verb,
         group,
         version,
         resource,

@@ -1,13 +1,20 @@
 //! The request filter chain (the generic apiserver's
-//! `DefaultBuildHandlerChain`), as tower layers around the director.
+//! `DefaultBuildHandlerChain`) around the director.
+//!
+//! Each filter is an `async fn` in its own module that takes its state,
+//! the request and the rest of the chain ([`Next`]). [`build`] composes
+//! them into one tower service, [`Chain`], whose per-request cost is one
+//! `Arc` clone and one boxed future for the whole chain (axum's `from_fn`
+//! layers cloned and boxed every layer per request).
 //!
 //! Outermost first:
 //!
 //! 1. [`audit_id`]: reads or generates the request's `Audit-ID` (the one
 //!    [`audit_id::AuditId`] of the request, which audit events, logs and
 //!    the `Audit-Id` response header all use);
-//! 2. [`request_info`]: parses the path into [`RequestInfo`] and records
-//!    the arrival time, for every filter below;
+//! 2. [`request_info`]: parses the path into [`RequestInfo`] (shared by
+//!    everything below as an `Arc<RequestInfo>`, see [`request_info::of`])
+//!    and records the arrival time;
 //! 3. [`metrics`]: `apiserver_request_total`, request durations, long-running
 //!    request gauges;
 //! 4. [`panic_recovery`]: a panicking handler becomes a 500 `Status`;
@@ -34,7 +41,9 @@
 //! 11. authorization ([`crate::authz::filter`]);
 //! 12. the director (`endpoints`).
 //!
-//! The slots are marked in [`build`]: each is one `.layer(...)` line.
+//! The composition is `Filters::serve` (and, for the optional slots,
+//! `Filters::audited` and `Filters::impersonated`): each filter is one
+//! nested call there.
 
 pub mod audit_id;
 pub mod cors;
@@ -47,11 +56,15 @@ pub mod request_info;
 pub mod timeout;
 pub mod warnings;
 
+use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::middleware::from_fn_with_state;
+use axum::extract::Request;
 use axum::response::Response;
+use tower::Service;
 
 pub use crate::endpoints::request_info::RequestInfo;
 use crate::meta::{Status, StatusDetails};
@@ -122,63 +135,176 @@ pub fn is_long_running(info: &RequestInfo) -> bool {
             ))
 }
 
-/// Wraps the director in the filter chain. Returns the router to serve and
-/// the handles the server needs at shutdown. Without an `auditor` the audit
-/// slot stays empty.
+/// The rest of the chain below a filter: what a filter calls (at most
+/// once) to pass the request on, as `axum::middleware::Next` but without
+/// boxing. Any `FnOnce(Request) -> impl Future<Output = Response>` is one,
+/// so a filter can be run alone in a test with a closure as the handler.
+pub trait Next: Send {
+    /// Runs the rest of the chain on `req`.
+    fn run(self, req: Request) -> impl Future<Output = Response> + Send;
+}
+
+impl<F, Fut> Next for F
+where
+    F: FnOnce(Request) -> Fut + Send,
+    Fut: Future<Output = Response> + Send,
+{
+    fn run(self, req: Request) -> impl Future<Output = Response> + Send {
+        self(req)
+    }
+}
+
+/// The limiter slot: API Priority and Fairness or max-in-flight.
+enum Limiter {
+    Apf(Arc<crate::flowcontrol::FlowControl>),
+    MaxInFlight(max_in_flight::Limits),
+}
+
+/// The state of every filter, shared by all requests.
+struct Filters {
+    in_flight: Arc<in_flight::InFlight>,
+    request_timeout: Duration,
+    cors: cors::Cors,
+    hsts: hsts::Hsts,
+    authentication: crate::authn::Authentication,
+    auditor: Option<Arc<crate::audit::Auditor>>,
+    authorizer: Arc<crate::authz::Authorizer>,
+    limiter: Limiter,
+    director: crate::endpoints::Director,
+}
+
+impl Filters {
+    /// Runs `req` through the chain, outermost filter first (the order of
+    /// the module documentation). Each filter gets the rest of the chain as
+    /// a closure: the whole chain is one future, with no allocation or
+    /// clone per filter.
+    async fn serve(&self, req: Request) -> Response {
+        audit_id::filter(req, |req| {
+            request_info::filter(req, |req| {
+                metrics::filter(req, |req| {
+                    panic_recovery::filter(req, |req| {
+                        in_flight::filter(&self.in_flight, req, |req| {
+                            timeout::filter(self.request_timeout, req, |req| {
+                                warnings::filter(req, |req| {
+                                    cors::filter(&self.cors, req, |req| {
+                                        hsts::filter(&self.hsts, req, |req| {
+                                            crate::authn::filter(&self.authentication, req, |req| {
+                                                self.audited(req)
+                                            })
+                                        })
+                                    })
+                                })
+                            })
+                        })
+                    })
+                })
+            })
+        })
+        .await
+    }
+
+    /// The audit slot (empty without an auditor) and what runs inside it.
+    /// The audit filter's future is large and boxed, so that the chain's
+    /// future (copied as each filter starts the next) stays small when
+    /// auditing is off.
+    async fn audited(&self, req: Request) -> Response {
+        match &self.auditor {
+            Some(auditor) => {
+                Box::pin(crate::audit::filter(auditor, req, |req| {
+                    self.impersonated(req)
+                }))
+                .await
+            }
+            None => self.impersonated(req).await,
+        }
+    }
+
+    /// Impersonation, the limiter slot, authorization and the director.
+    async fn impersonated(&self, req: Request) -> Response {
+        crate::authn::impersonation::filter(&self.authorizer, req, |req| async move {
+            let authorized =
+                |req| crate::authz::filter(&self.authorizer, req, |req| self.director.serve(req));
+            match &self.limiter {
+                Limiter::Apf(fc) => crate::flowcontrol::filter(fc, req, authorized).await,
+                Limiter::MaxInFlight(limits) => {
+                    max_in_flight::filter(limits, req, authorized).await
+                }
+            }
+        })
+        .await
+    }
+}
+
+/// The filter chain around the director, as the tower [`Service`] the
+/// server serves connections with. Cloning it clones one `Arc`.
+#[derive(Clone)]
+pub struct Chain {
+    filters: Arc<Filters>,
+}
+
+impl<B> Service<http::Request<B>> for Chain
+where
+    B: axum::body::HttpBody<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let filters = self.filters.clone();
+        let req = req.map(axum::body::Body::new);
+        Box::pin(async move { Ok(filters.serve(req).await) })
+    }
+}
+
+/// Wraps the director in the filter chain. Returns the service to serve
+/// and the handles the server needs at shutdown. Without an `auditor` the
+/// audit slot stays empty; without `flow_control` the limiter slot holds
+/// max-in-flight.
 pub fn build(
-    director: axum::Router,
+    director: crate::endpoints::Director,
     config: &ChainConfig,
     authenticator: Arc<crate::authn::Authenticator>,
     authorizer: Arc<crate::authz::Authorizer>,
     flow_control: Option<Arc<crate::flowcontrol::FlowControl>>,
     auditor: Option<Arc<crate::audit::Auditor>>,
-) -> (axum::Router, ChainHandles) {
+) -> (Chain, ChainHandles) {
     let in_flight = Arc::new(in_flight::InFlight::default());
     let handles = ChainHandles {
         in_flight: in_flight.clone(),
     };
-    let limits = Arc::new(max_in_flight::Limits::new(
-        config.max_requests_inflight,
-        config.max_mutating_requests_inflight,
-    ));
-    // `Router::layer` wraps what is already there: the layers are added
-    // innermost first.
-    let router = director.layer(from_fn_with_state(authorizer.clone(), crate::authz::filter));
-    let router = match flow_control {
-        Some(fc) => router.layer(from_fn_with_state(fc, crate::flowcontrol::filter)),
-        None => router.layer(from_fn_with_state(limits, max_in_flight::filter)),
+    let limiter = match flow_control {
+        Some(fc) => Limiter::Apf(fc),
+        None => Limiter::MaxInFlight(max_in_flight::Limits::new(
+            config.max_requests_inflight,
+            config.max_mutating_requests_inflight,
+        )),
     };
-    let router = router.layer(from_fn_with_state(
+    let filters = Filters {
+        in_flight,
+        request_timeout: config.request_timeout,
+        cors: cors::Cors::new(config.cors_allowed_origins.clone()),
+        hsts: hsts::Hsts::new(&config.hsts_directives),
+        authentication: crate::authn::Authentication {
+            authenticator,
+            failed_audit: auditor.clone(),
+        },
+        auditor,
         authorizer,
-        crate::authn::impersonation::filter,
-    ));
-    // -- audit slot
-    let router = match auditor.clone() {
-        Some(auditor) => router.layer(from_fn_with_state(auditor, crate::audit::filter)),
-        None => router,
+        limiter,
+        director,
     };
-    let authentication = crate::authn::Authentication {
-        authenticator,
-        failed_audit: auditor,
-    };
-    let router = router
-        .layer(from_fn_with_state(authentication, crate::authn::filter))
-        .layer(from_fn_with_state(
-            Arc::new(cors::Cors::new(config.cors_allowed_origins.clone())),
-            cors::filter,
-        ))
-        .layer(from_fn_with_state(
-            Arc::new(hsts::Hsts::new(&config.hsts_directives)),
-            hsts::filter,
-        ))
-        .layer(axum::middleware::from_fn(warnings::filter))
-        .layer(from_fn_with_state(config.request_timeout, timeout::filter))
-        .layer(from_fn_with_state(in_flight, in_flight::filter))
-        .layer(axum::middleware::from_fn(panic_recovery::filter))
-        .layer(axum::middleware::from_fn(metrics::filter))
-        .layer(axum::middleware::from_fn(request_info::filter))
-        .layer(axum::middleware::from_fn(audit_id::filter));
-    (router, handles)
+    (
+        Chain {
+            filters: Arc::new(filters),
+        },
+        handles,
+    )
 }
 
 /// A `Status` error response (JSON), with `Retry-After` when the status

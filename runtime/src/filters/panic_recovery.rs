@@ -4,7 +4,6 @@
 use std::panic::AssertUnwindSafe;
 
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
 use futures::FutureExt;
 
@@ -12,7 +11,7 @@ use futures::FutureExt;
 pub const MESSAGE: &str = "This request caused apiserver to panic. Look in the logs for details.";
 
 /// The filter.
-pub async fn filter(req: Request, next: Next) -> Response {
+pub async fn filter(req: Request, next: impl super::Next) -> Response {
     let method = req.method().clone();
     let uri = req.uri().clone();
     let audit_id = req
@@ -20,7 +19,10 @@ pub async fn filter(req: Request, next: Next) -> Response {
         .get::<super::audit_id::AuditId>()
         .map(|a| a.0.clone())
         .unwrap_or_default();
-    match AssertUnwindSafe(next.run(req)).catch_unwind().await {
+    // Pinned here, so `CatchUnwind` holds a pointer rather than a copy of
+    // the rest of the chain's future.
+    let handler = std::pin::pin!(next.run(req));
+    match AssertUnwindSafe(handler).catch_unwind().await {
         Ok(resp) => resp,
         Err(panic) => {
             let what = panic
@@ -56,9 +58,9 @@ mod tests {
             }
             Response::new(Body::from("fine"))
         }
-        let app = axum::Router::new()
-            .fallback(handler)
-            .layer(axum::middleware::from_fn(filter));
+        let app = tower::service_fn(|req: Request| async move {
+            Ok::<_, std::convert::Infallible>(filter(req, handler).await)
+        });
         let resp = app
             .clone()
             .oneshot(

@@ -1,11 +1,12 @@
 //! Request info (the generic apiserver's `WithRequestInfo` and
 //! `WithRequestReceivedTimestamp`): every request gets its parsed
-//! [`RequestInfo`] and its arrival time as extensions.
+//! [`RequestInfo`] (as an `Arc<RequestInfo>`) and its arrival time as
+//! extensions.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
 
 use super::RequestInfo;
@@ -24,10 +25,20 @@ pub fn from_request<B>(req: &http::Request<B>) -> RequestInfo {
     crate::endpoints::request_info::parse(req.method(), req.uri().path(), watch)
 }
 
-/// The filter.
-pub async fn filter(mut req: Request, next: Next) -> Response {
+/// The request's [`RequestInfo`]: the one the filter put into its
+/// extensions, or parsed now for a request that did not pass the filter.
+pub fn of<B>(req: &http::Request<B>) -> Arc<RequestInfo> {
+    req.extensions()
+        .get::<Arc<RequestInfo>>()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(from_request(req)))
+}
+
+/// The filter: puts [`ReceivedAt`] and an `Arc<RequestInfo>` (shared, not
+/// cloned, by the filters and handlers below) into the request.
+pub async fn filter(mut req: Request, next: impl super::Next) -> Response {
     let info = from_request(&req);
     req.extensions_mut().insert(ReceivedAt(Instant::now()));
-    req.extensions_mut().insert(info);
+    req.extensions_mut().insert(Arc::new(info));
     next.run(req).await
 }

@@ -7,8 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 
 use super::RequestInfo;
@@ -23,11 +22,11 @@ pub const TIMEOUT_MESSAGE: &str = "Timeout: request did not complete within the 
 pub struct Deadline(pub tokio::time::Instant);
 
 /// The filter; its state is `--request-timeout`.
-pub async fn filter(State(default): State<Duration>, mut req: Request, next: Next) -> Response {
+pub async fn filter(default: Duration, mut req: Request, next: impl super::Next) -> Response {
     let long_running = req
         .extensions()
-        .get::<RequestInfo>()
-        .is_some_and(super::is_long_running);
+        .get::<std::sync::Arc<RequestInfo>>()
+        .is_some_and(|info| super::is_long_running(info));
     if long_running || default.is_zero() {
         return next.run(req).await;
     }
@@ -56,7 +55,10 @@ pub async fn filter(State(default): State<Duration>, mut req: Request, next: Nex
         .map_or_else(Instant::now, |r| r.0);
     let deadline = tokio::time::Instant::from_std(started + timeout);
     req.extensions_mut().insert(Deadline(deadline));
-    match tokio::time::timeout_at(deadline, next.run(req)).await {
+    // Pinned here, so `Timeout` holds a pointer rather than a copy of the
+    // rest of the chain's future.
+    let handler = std::pin::pin!(next.run(req));
+    match tokio::time::timeout_at(deadline, handler).await {
         Ok(resp) => resp,
         Err(_) => super::status_response(super::failure(504, "Timeout", TIMEOUT_MESSAGE)),
     }

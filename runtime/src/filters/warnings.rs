@@ -2,10 +2,12 @@
 //! below records `Warning: 299` headers with [`crate::warning::add`].
 
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
 
 /// The filter.
-pub async fn filter(req: Request, next: Next) -> Response {
-    crate::warning::record(next.run(req)).await
+pub async fn filter(req: Request, next: impl super::Next) -> Response {
+    // Pinned here: the recorder polls it through a pointer instead of
+    // moving the rest of the chain's future into its own.
+    let handler = std::pin::pin!(next.run(req));
+    crate::warning::record(handler).await
 }

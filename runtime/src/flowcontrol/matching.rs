@@ -108,11 +108,15 @@ pub fn schema_matches(spec: &FlowSchemaSpec, user: &UserInfo, info: &RequestInfo
 }
 
 /// The flow distinguisher of a request under a schema.
-pub fn distinguisher(spec: &FlowSchemaSpec, user: &UserInfo, info: &RequestInfo) -> String {
+pub fn distinguisher<'a>(
+    spec: &FlowSchemaSpec,
+    user: &'a UserInfo,
+    info: &'a RequestInfo,
+) -> &'a str {
     match spec.distinguisher_method.as_ref().map(|d| d.type_.as_str()) {
-        Some("ByUser") => user.name.clone(),
-        Some("ByNamespace") => info.namespace.clone(),
-        _ => String::new(),
+        Some("ByUser") => &user.name,
+        Some("ByNamespace") => &info.namespace,
+        _ => "",
     }
 }
 
@@ -144,7 +148,7 @@ mod tests {
             .iter()
             .find(|(_, s)| schema_matches(s, user, info))
             .expect("catch-all matches everything");
-        (name.clone(), distinguisher(spec, user, info))
+        (name.clone(), distinguisher(spec, user, info).to_string())
     }
 
     fn resource(verb: &str, group: &str, resource: &str, ns: &str) -> RequestInfo {

@@ -30,13 +30,12 @@ pub mod queueing;
 pub mod shuffle_sharding;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
-use http::HeaderValue;
+use http::{HeaderName, HeaderValue};
 use serde_json::Value;
 
 use crate::authn::UserInfo;
@@ -50,6 +49,7 @@ use crate::meta::StatusDetails;
 use crate::metrics::GaugeGuard;
 use crate::registry::{ListParams, Store};
 use crate::resource::Strategy;
+use prometheus::{IntCounter, IntGauge};
 use queueing::{Admission, Level, QueueParams};
 
 /// The response header naming the matched FlowSchema's UID.
@@ -63,22 +63,62 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(15);
 
 struct Schema {
     name: String,
-    uid: String,
     precedence: i32,
     level: String,
     spec: FlowSchemaSpec,
+    /// The level `level` names.
+    priority: Arc<PriorityLevel>,
+    /// The UID, as the `X-Kubernetes-PF-FlowSchema-UID` value.
+    uid_header: Option<HeaderValue>,
+    /// The metric series labelled with this schema and its level, made on
+    /// first use (as `with_label_values` would) and kept, so requests do
+    /// not look them up.
+    dispatched: OnceLock<IntCounter>,
+    executing: OnceLock<IntGauge>,
+    inqueue: OnceLock<IntGauge>,
+}
+
+impl Schema {
+    fn labels(&self) -> [&str; 2] {
+        [self.level.as_str(), self.name.as_str()]
+    }
+
+    fn dispatched(&self) -> &IntCounter {
+        self.dispatched.get_or_init(|| {
+            crate::metrics::global()
+                .flowcontrol_dispatched
+                .with_label_values(&self.labels())
+        })
+    }
+
+    fn executing(&self) -> &IntGauge {
+        self.executing.get_or_init(|| {
+            crate::metrics::global()
+                .flowcontrol_executing
+                .with_label_values(&self.labels())
+        })
+    }
+
+    fn inqueue(&self) -> &IntGauge {
+        self.inqueue.get_or_init(|| {
+            crate::metrics::global()
+                .flowcontrol_inqueue
+                .with_label_values(&self.labels())
+        })
+    }
 }
 
 struct PriorityLevel {
-    uid: String,
+    /// The UID, as the `X-Kubernetes-PF-PriorityLevel-UID` value.
+    uid_header: Option<HeaderValue>,
     /// `None` for Exempt levels.
     limited: Option<Arc<Level>>,
 }
 
 #[derive(Default)]
 struct Config {
-    schemas: Vec<Schema>,
-    levels: HashMap<String, PriorityLevel>,
+    schemas: Vec<Arc<Schema>>,
+    levels: HashMap<String, Arc<PriorityLevel>>,
 }
 
 /// The dispatcher's configuration and the Limited levels' queues.
@@ -96,13 +136,10 @@ impl std::fmt::Debug for FlowControl {
     }
 }
 
-/// Where a request was classified.
+/// Where a request was classified: its FlowSchema (and through it the
+/// priority level) and its flow.
 struct Classification {
-    schema: String,
-    schema_uid: String,
-    level: String,
-    level_uid: String,
-    limited: Option<Arc<Level>>,
+    schema: Arc<Schema>,
     flow: u64,
 }
 
@@ -218,23 +255,29 @@ impl FlowControl {
             };
             levels.insert(
                 name,
-                PriorityLevel {
-                    uid: uid_of(&pl.metadata),
+                Arc::new(PriorityLevel {
+                    uid_header: HeaderValue::from_str(&uid_of(&pl.metadata)).ok(),
                     limited,
-                },
+                }),
             );
         }
         *kept = next_kept;
         drop(kept);
-        let mut schemas: Vec<Schema> = schemas_in
+        let mut schemas: Vec<Arc<Schema>> = schemas_in
             .into_iter()
-            .filter(|fs| levels.contains_key(&fs.spec.priority_level_configuration.name))
-            .map(|fs| Schema {
-                name: name_of(&fs.metadata),
-                uid: uid_of(&fs.metadata),
-                precedence: fs.spec.matching_precedence.unwrap_or(1000),
-                level: fs.spec.priority_level_configuration.name.clone(),
-                spec: fs.spec,
+            .filter_map(|fs| {
+                let priority = levels.get(&fs.spec.priority_level_configuration.name)?;
+                Some(Arc::new(Schema {
+                    name: name_of(&fs.metadata),
+                    uid_header: HeaderValue::from_str(&uid_of(&fs.metadata)).ok(),
+                    precedence: fs.spec.matching_precedence.unwrap_or(1000),
+                    level: fs.spec.priority_level_configuration.name.clone(),
+                    priority: priority.clone(),
+                    spec: fs.spec,
+                    dispatched: OnceLock::new(),
+                    executing: OnceLock::new(),
+                    inqueue: OnceLock::new(),
+                }))
             })
             .collect();
         schemas.sort_by(|a, b| (a.precedence, &a.name).cmp(&(b.precedence, &b.name)));
@@ -251,15 +294,10 @@ impl FlowControl {
             .schemas
             .iter()
             .find(|s| matching::schema_matches(&s.spec, user, info))?;
-        let level = config.levels.get(&schema.level)?;
         let distinguisher = matching::distinguisher(&schema.spec, user, info);
         Some(Classification {
-            schema: schema.name.clone(),
-            schema_uid: schema.uid.clone(),
-            level: schema.level.clone(),
-            level_uid: level.uid.clone(),
-            limited: level.limited.clone(),
-            flow: shuffle_sharding::flow_hash(&schema.name, &distinguisher),
+            schema: schema.clone(),
+            flow: shuffle_sharding::flow_hash(&schema.name, distinguisher),
         })
     }
 
@@ -276,9 +314,9 @@ impl FlowControl {
 fn rejected(c: &Classification, reason: &str) -> Response {
     crate::metrics::global()
         .flowcontrol_rejected
-        .with_label_values(&[c.level.as_str(), c.schema.as_str(), reason])
+        .with_label_values(&[c.schema.level.as_str(), c.schema.name.as_str(), reason])
         .inc();
-    tracing::debug!(priority_level = %c.level, flow_schema = %c.schema, reason, "APF rejected a request");
+    tracing::debug!(priority_level = %c.schema.level, flow_schema = %c.schema.name, reason, "APF rejected a request");
     let status =
         crate::filters::failure(429, "TooManyRequests", MESSAGE).with_details(StatusDetails {
             retry_after_seconds: Some(1),
@@ -288,10 +326,10 @@ fn rejected(c: &Classification, reason: &str) -> Response {
 }
 
 /// The filter (in place of max-in-flight when APF is on).
-pub async fn filter(State(fc): State<Arc<FlowControl>>, req: Request, next: Next) -> Response {
+pub async fn filter(fc: &FlowControl, req: Request, next: impl crate::filters::Next) -> Response {
     let (Some(info), Some(user)) = (
-        req.extensions().get::<RequestInfo>(),
-        req.extensions().get::<UserInfo>(),
+        req.extensions().get::<Arc<RequestInfo>>(),
+        crate::authn::user_of(&req),
     ) else {
         return next.run(req).await;
     };
@@ -305,16 +343,11 @@ pub async fn filter(State(fc): State<Arc<FlowControl>>, req: Request, next: Next
             None => now + DEFAULT_WAIT,
         }
     };
-    let metrics = crate::metrics::global();
-    let labels = [c.level.as_str(), c.schema.as_str()];
-    let mut resp = match &c.limited {
+    let schema = &c.schema;
+    let mut resp = match &schema.priority.limited {
         None => {
-            metrics
-                .flowcontrol_dispatched
-                .with_label_values(&labels)
-                .inc();
-            let _executing =
-                GaugeGuard::new(metrics.flowcontrol_executing.with_label_values(&labels));
+            schema.dispatched().inc();
+            let _executing = GaugeGuard::new(schema.executing().clone());
             next.run(req).await
         }
         Some(level) => {
@@ -322,8 +355,7 @@ pub async fn filter(State(fc): State<Arc<FlowControl>>, req: Request, next: Next
                 Admission::Seat(seat) => Some(seat),
                 Admission::Rejected => None,
                 Admission::Queued(ticket) => {
-                    let _queued =
-                        GaugeGuard::new(metrics.flowcontrol_inqueue.with_label_values(&labels));
+                    let _queued = GaugeGuard::new(schema.inqueue().clone());
                     match ticket.wait(wait_until).await {
                         Some(seat) => Some(seat),
                         None => {
@@ -344,12 +376,8 @@ pub async fn filter(State(fc): State<Arc<FlowControl>>, req: Request, next: Next
                     rejected(&c, reason)
                 }
                 Some(seat) => {
-                    metrics
-                        .flowcontrol_dispatched
-                        .with_label_values(&labels)
-                        .inc();
-                    let _executing =
-                        GaugeGuard::new(metrics.flowcontrol_executing.with_label_values(&labels));
+                    schema.dispatched().inc();
+                    let _executing = GaugeGuard::new(schema.executing().clone());
                     let resp = next.run(req).await;
                     drop(seat);
                     resp
@@ -361,13 +389,19 @@ pub async fn filter(State(fc): State<Arc<FlowControl>>, req: Request, next: Next
     resp
 }
 
+/// [`FLOW_SCHEMA_UID_HEADER`], parsed once.
+static FLOW_SCHEMA_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-flowschema-uid");
+/// [`PRIORITY_LEVEL_UID_HEADER`], parsed once.
+static PRIORITY_LEVEL_UID: HeaderName =
+    HeaderName::from_static("x-kubernetes-pf-prioritylevel-uid");
+
 fn set_headers(resp: &mut Response, c: &Classification) {
     for (name, value) in [
-        (FLOW_SCHEMA_UID_HEADER, &c.schema_uid),
-        (PRIORITY_LEVEL_UID_HEADER, &c.level_uid),
+        (&FLOW_SCHEMA_UID, &c.schema.uid_header),
+        (&PRIORITY_LEVEL_UID, &c.schema.priority.uid_header),
     ] {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            resp.headers_mut().insert(name, v);
+        if let Some(v) = value {
+            resp.headers_mut().insert(name.clone(), v.clone());
         }
     }
 }
@@ -547,8 +581,11 @@ mod tests {
             ..Default::default()
         };
         let c = fc.classify(&admin, &info).expect("classified");
-        assert_eq!((c.schema.as_str(), c.level.as_str()), ("exempt", "exempt"));
-        assert!(c.limited.is_none());
+        assert_eq!(
+            (c.schema.name.as_str(), c.schema.level.as_str()),
+            ("exempt", "exempt")
+        );
+        assert!(c.schema.priority.limited.is_none());
         // A level that disappears leaves its FlowSchemas out.
         let mut objects = bootstrap::mandatory();
         objects.push(
@@ -559,7 +596,7 @@ mod tests {
         );
         fc.apply(&objects);
         let c = fc.classify(&admin, &info).expect("classified");
-        assert_eq!(c.schema, "exempt");
+        assert_eq!(c.schema.name, "exempt");
         assert_eq!(fc.seats("catch-all"), Some(600));
     }
 }

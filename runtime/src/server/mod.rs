@@ -277,8 +277,8 @@ pub async fn run(
         min_request_timeout: config.filters.min_request_timeout,
     };
     let server = Arc::new(ApiServer::new(parts, stop_rx.clone()));
-    let (router, chain) = crate::filters::build(
-        server.clone().router(),
+    let (service, chain) = crate::filters::build(
+        server.clone().director(),
         &config.filters,
         Arc::new(server.authenticator().clone()),
         Arc::new(server.authorizer().clone()),
@@ -316,7 +316,7 @@ pub async fn run(
                 #[cfg(any(target_os = "linux", target_os = "android"))]
                 let _ = socket2::SockRef::from(&tcp).set_tcp_notsent_lowat(UNSENT_LIMIT);
                 let acceptor = TlsAcceptor::from(tls_config.current());
-                let router = router.clone();
+                let service = service.clone();
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
@@ -333,7 +333,7 @@ pub async fn run(
                         crate::authn::ClientCertificate(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()))
                     });
                     let service = TowerToHyperService::new(tower::ServiceExt::map_request(
-                        router,
+                        service,
                         move |mut req: http::Request<hyper::body::Incoming>| {
                             if let Some(cert) = &cert {
                                 req.extensions_mut().insert(cert.clone());
