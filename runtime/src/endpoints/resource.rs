@@ -604,7 +604,6 @@ async fn read_body_limited(req: Request) -> ApiResult<Bytes> {
         })
 }
 
-/// A watch event line around an already encoded object.
 /// At most this many waiting watch events are joined into one chunk.
 const WATCH_BATCH_EVENTS: usize = 64;
 
@@ -620,6 +619,7 @@ fn join_lines(mut lines: Vec<Bytes>) -> Bytes {
     Bytes::from(chunk)
 }
 
+/// A watch event line around an already encoded object.
 fn event_line(ty: &str, object: &[u8]) -> Bytes {
     let mut line = Vec::with_capacity(object.len() + ty.len() + 24);
     line.extend_from_slice(b"{\"type\":\"");

@@ -62,7 +62,6 @@ mod tests {
             Ok::<_, std::convert::Infallible>(filter(req, handler).await)
         });
         let resp = app
-            .clone()
             .oneshot(
                 http::Request::get("/boom")
                     .body(Body::empty())

@@ -659,9 +659,8 @@ async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), S
         .await
         .map_err(|e| e.to_string())?;
     // The cached objects hold their own encodings: each stored value is
-    // dropped as soon as its object is built, so the allocator reuses its
-    // memory for the next objects instead of leaving the whole list's
-    // values as holes between the cached encodings.
+    // dropped as soon as its object is built rather than the whole list
+    // being held until the end of the load.
     let revision = list.revision;
     let mut objects = OrdMap::new();
     for kv in list.items {

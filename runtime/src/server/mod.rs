@@ -24,6 +24,8 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::endpoints::{ApiServer, ApiServerParts, Documents, VersionInfo};
+use crate::scheme::Scheme;
+use crate::storage::Storage;
 
 /// How many bytes the kernel holds for a connection that it could not send
 /// yet (`TCP_NOTSENT_LOWAT`; data in flight to a reading client does not
@@ -33,8 +35,6 @@ use crate::endpoints::{ApiServer, ApiServerParts, Documents, VersionInfo};
 /// cache (see [`crate::registry::cache`]) would take that much longer to
 /// fill and get it dropped.
 const UNSENT_LIMIT: u32 = 128 * 1024;
-use crate::scheme::Scheme;
-use crate::storage::Storage;
 
 /// Errors of starting or running the server.
 #[derive(Debug, thiserror::Error)]
