@@ -6,7 +6,7 @@ mod common;
 
 use base64::Engine;
 use common::Server;
-use common::raw::{RawResponse, request_as};
+use common::raw::{RawResponse, post_json_as as post, request_as};
 use rcgen::KeyPair;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
 use serde_json::{Value, json};
@@ -63,18 +63,6 @@ async fn whoami(server: &Server, token: &str) -> RawResponse {
         token,
         "/apis/authentication.k8s.io/v1/selfsubjectreviews",
         &body,
-    )
-    .await
-}
-
-async fn post(server: &Server, token: &str, path: &str, body: &Value) -> RawResponse {
-    request_as(
-        server,
-        token,
-        "POST",
-        path,
-        &[("Content-Type", "application/json")],
-        &serde_json::to_vec(body).expect("json"),
     )
     .await
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::Server;
 use common::auth::{TestCa, token_file};
-use common::raw::{RawResponse, request_as};
+use common::raw::{RawResponse, post_json_as as post, request_as};
 use common::webhook::{Handler, Webhook};
 use prost::Message;
 use serde_json::{Value, json};
@@ -46,18 +46,6 @@ fn token_handler() -> Handler {
 async fn whoami(server: &Server, token: &str) -> RawResponse {
     let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
     post(server, token, WHOAMI, &body).await
-}
-
-async fn post(server: &Server, token: &str, path: &str, body: &Value) -> RawResponse {
-    request_as(
-        server,
-        token,
-        "POST",
-        path,
-        &[("Content-Type", "application/json")],
-        &serde_json::to_vec(body).expect("json"),
-    )
-    .await
 }
 
 async fn get(server: &Server, token: &str, path: &str) -> RawResponse {

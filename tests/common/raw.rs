@@ -152,6 +152,24 @@ pub async fn request_as(
     read_response(&mut stream).await
 }
 
+/// POSTs `body` as JSON with bearer `token`.
+pub async fn post_json_as(
+    server: &Server,
+    token: &str,
+    path: &str,
+    body: &serde_json::Value,
+) -> RawResponse {
+    request_as(
+        server,
+        token,
+        "POST",
+        path,
+        &[("Content-Type", "application/json")],
+        &serde_json::to_vec(body).expect("json"),
+    )
+    .await
+}
+
 /// One request without credentials.
 pub async fn anonymous(server: &Server, method: &str, path: &str) -> RawResponse {
     let mut stream = connect(server).await;
