@@ -119,8 +119,8 @@ enum Cli {
 }
 
 fn main() -> anyhow::Result<()> {
-    // Fewer malloc arenas: less resident memory for a large watch cache.
-    apiforge_runtime::server::malloc_arenas::limit_to_cores();
+    // Allocator settings for less resident memory with a large watch cache.
+    apiforge_runtime::server::allocator::tune();
     let Cli::Serve {
         bind_address,
         secure_port,

@@ -14,6 +14,12 @@ use apiforge_runtime::endpoints::{Documents, VersionInfo};
 use apiforge_runtime::storage::Storage;
 use clap::Parser;
 
+/// The server allocates and frees many small, short-lived values per
+/// request on every worker thread; mimalloc's per-thread heaps serve that
+/// far more cheaply than glibc's shared arenas (see docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The generated documents (OpenAPI, discovery) of the compiled-in groups.
 const DOCUMENTS: &str = include_str!(concat!(env!("OUT_DIR"), "/documents.json"));
 
@@ -47,7 +53,7 @@ fn main() -> anyhow::Result<()> {
     let cli = options::Cli::parse();
     match cli.command {
         options::Command::Serve(opts) => {
-            apiforge_runtime::server::malloc_arenas::limit_to_cores();
+            apiforge_runtime::server::allocator::tune();
             serve(*opts)
         }
         options::Command::Openapi(opts) => write_openapi(&opts.out),

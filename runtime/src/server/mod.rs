@@ -5,10 +5,10 @@
 //! storage backend, and serves HTTPS (HTTP/1.1 and HTTP/2) through the
 //! filter chain ([`crate::filters`]) until the shutdown future completes.
 
+pub mod allocator;
 pub mod healthz;
 pub mod kubeconfig;
 pub mod lifecycle;
-pub mod malloc_arenas;
 pub mod tls;
 
 use std::future::Future;
