@@ -706,16 +706,35 @@ impl Store {
         }
         let key = self.key(namespace, name);
         let requested_rv = crate::scheme::object_meta(&hub).resource_version;
+        // Like kube-apiserver's guaranteed update, start from the watch
+        // cache's copy when it is the version the request names (or any
+        // version, for an unconditional update) and fall back to a storage
+        // read whenever that copy could be stale: a failed compare-and-swap
+        // or an update that looks like it changes nothing.
+        let mut cached = self.cached_for_update(&key, &requested_rv);
         loop {
-            let current = self.storage.get(&key, 0).await?;
-            let Some(current) = current else {
-                if !self.subresource.is_empty() || !self.kind.allow_create_on_update() {
-                    return Err(self.not_found(name));
+            let current = match cached.take() {
+                Some(c) => Current {
+                    revision: c.revision,
+                    old: (*c.object().map_err(Status::internal)?).clone(),
+                    stored: None,
+                },
+                None => {
+                    let Some(kv) = self.storage.get(&key, 0).await? else {
+                        if !self.subresource.is_empty() || !self.kind.allow_create_on_update() {
+                            return Err(self.not_found(name));
+                        }
+                        let created = self.create(namespace, hub.clone(), dry_run).await?;
+                        return Ok((created, true));
+                    };
+                    Current {
+                        revision: kv.mod_revision,
+                        old: self.decode(&kv)?,
+                        stored: Some(kv.value),
+                    }
                 }
-                let created = self.create(namespace, hub.clone(), dry_run).await?;
-                return Ok((created, true));
             };
-            let old = self.decode(&current)?;
+            let old = current.old;
             if requested_rv.is_empty() {
                 if !self.kind.allow_unconditional_update() {
                     let errs = ErrorList(vec![FieldError::invalid(
@@ -725,7 +744,7 @@ impl Store {
                     )]);
                     return Err(self.invalid(name, &errs));
                 }
-            } else if requested_rv != current.mod_revision.to_string() {
+            } else if requested_rv != current.revision.to_string() {
                 return Err(self.conflict(name));
             }
             let mut new = hub.clone();
@@ -759,25 +778,40 @@ impl Store {
             }
             if dry_run {
                 let mut out = self.round_trip(&new)?;
-                set_resource_version(&mut out, current.mod_revision);
+                set_resource_version(&mut out, current.revision);
                 return Ok((out, false));
             }
             let value = self.encode(&new)?;
             // Like kube-apiserver's storage, an update that would store the
             // same bytes writes nothing: the object keeps its
-            // resourceVersion (kubectl then reports "(no change)").
-            if value == current.value {
-                return Ok((old, false));
+            // resourceVersion (kubectl then reports "(no change)"). Only
+            // the stored bytes can tell, so a cached start that looks
+            // unchanged is checked against storage.
+            match &current.stored {
+                Some(stored) if value == *stored => return Ok((old, false)),
+                Some(_) => {}
+                None if same_object(&mut new, &old) => continue,
+                None => {}
             }
-            match self
-                .storage
-                .update(&key, current.mod_revision, value)
-                .await?
-            {
+            match self.storage.update(&key, current.revision, value).await? {
                 WriteOutcome::Done(kv) => return Ok((self.after_update(&key, kv).await?, false)),
+                // The cached copy was stale, or someone wrote meanwhile:
+                // storage decides.
+                WriteOutcome::Conflict(_) if current.stored.is_none() => continue,
                 WriteOutcome::Conflict(_) if requested_rv.is_empty() => continue,
                 WriteOutcome::Conflict(_) => return Err(self.conflict(name)),
             }
+        }
+    }
+
+    /// The watch cache's copy of `key` to start an update from: when the
+    /// request names a resourceVersion, only the copy at that version.
+    fn cached_for_update(&self, key: &str, requested_rv: &str) -> Option<Arc<cache::CachedObject>> {
+        let obj = self.cache.as_ref()?.snapshot().get(key)?;
+        if requested_rv.is_empty() || requested_rv.parse::<Revision>().ok()? == obj.revision {
+            Some(obj)
+        } else {
+            None
         }
     }
 
@@ -1104,6 +1138,38 @@ fn cached_object(
             hub,
         )),
     }
+}
+
+/// The state a guaranteed update starts from.
+struct Current {
+    /// Its resourceVersion (the compare-and-swap's expected revision).
+    revision: Revision,
+    /// The object in the hub form.
+    old: Value,
+    /// The stored bytes, when read from storage (`None`: the watch cache's
+    /// copy, which may be stale).
+    stored: Option<Bytes>,
+}
+
+/// Whether `new` is `old` apart from its resourceVersion (restored before
+/// returning).
+fn same_object(new: &mut Value, old: &Value) -> bool {
+    let old_rv = old.pointer("/metadata/resourceVersion").cloned();
+    let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let new_rv = match old_rv {
+        Some(rv) => meta.insert("resourceVersion".into(), rv),
+        None => meta.remove("resourceVersion"),
+    };
+    let same = new == old;
+    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+        match new_rv {
+            Some(rv) => meta.insert("resourceVersion".into(), rv),
+            None => meta.remove("resourceVersion"),
+        };
+    }
+    same
 }
 
 /// Decodes a stored key-value into the hub form with its resourceVersion.

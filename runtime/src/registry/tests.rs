@@ -600,3 +600,66 @@ async fn update_without_change_writes_nothing() {
     let (out, _) = f.store.update("", "same", changed, false).await.unwrap();
     assert_ne!(out["metadata"]["resourceVersion"], rv);
 }
+
+/// Updates start from the watch cache's copy when it is the version the
+/// request names; a cache that has not seen the latest write yet must never
+/// turn a valid update into a conflict, nor let a stale one through.
+#[tokio::test]
+async fn updates_are_right_whether_or_not_the_cache_has_caught_up() {
+    let f = fixture(CacheOptions::default());
+    let created = f
+        .store
+        .create("", hub(&f.store, ns("busy", json!({"n": "0"}))), false)
+        .await
+        .unwrap();
+    let key = f.store.key("", "busy");
+    let mut seen = created;
+    for i in 1..=30 {
+        // A write the cache learns of only through its watch.
+        let stored = f.storage.get(&key, 0).await.unwrap().unwrap();
+        let mut behind: Value = serde_json::from_slice(&stored.value).unwrap();
+        behind["metadata"]["labels"]["n"] = json!(format!("direct-{i}"));
+        let direct = match f
+            .storage
+            .update(
+                &key,
+                stored.mod_revision,
+                serde_json::to_vec(&behind).unwrap().into(),
+            )
+            .await
+            .unwrap()
+        {
+            crate::storage::WriteOutcome::Done(kv) => kv,
+            crate::storage::WriteOutcome::Conflict(_) => panic!("nobody else writes"),
+        };
+
+        // The version read before the direct write is stale now: 409.
+        let mut stale = seen.clone();
+        stale["metadata"]["labels"]["n"] = json!(format!("stale-{i}"));
+        let err = f.store.update("", "busy", stale, false).await.unwrap_err();
+        assert_eq!(err.code(), 409, "round {i}: {err}");
+
+        // The direct write's version is current: accepted at once.
+        let mut fresh = seen.clone();
+        fresh["metadata"]["labels"]["n"] = json!(format!("update-{i}"));
+        fresh["metadata"]["resourceVersion"] = json!(direct.mod_revision.to_string());
+        let (out, _) = f.store.update("", "busy", fresh, false).await.unwrap();
+        assert_eq!(out["metadata"]["labels"]["n"], format!("update-{i}"));
+
+        // An unconditional update applies on top of whatever is current.
+        let mut any = out.clone();
+        any["metadata"]["labels"]["n"] = json!(format!("any-{i}"));
+        any["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
+        let (out, _) = f.store.update("", "busy", any, false).await.unwrap();
+        assert_eq!(out["metadata"]["labels"]["n"], format!("any-{i}"));
+        let latest = f.storage.get(&key, 0).await.unwrap().unwrap();
+        assert_eq!(
+            out["metadata"]["resourceVersion"],
+            latest.mod_revision.to_string()
+        );
+        seen = out;
+    }
+}
