@@ -237,8 +237,10 @@ pub trait Lookup: Send + Sync {
         fresh: bool,
     ) -> ApiResult<Option<Value>>;
 
-    /// Lists the objects of a resource (`namespace` `None` = all namespaces).
-    /// `Ok(None)` when the resource is not served.
+    /// Lists the objects of a resource (`namespace` `None` = all namespaces)
+    /// as the server's cache has them, which may be slightly stale (like an
+    /// informer's lister in kube-apiserver's plugins). `Ok(None)` when the
+    /// resource is not served.
     async fn list(
         &self,
         group: &str,

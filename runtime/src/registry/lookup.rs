@@ -96,7 +96,14 @@ impl Lookup for StoreLookup {
         let Some((store, info)) = self.store(group, version, resource) else {
             return Ok(None);
         };
-        let page = store.list(namespace, &ListParams::default()).await?;
+        // Like an informer's lister in kube: the watch cache as it is. A
+        // consistent list would ask storage for its current revision and
+        // wait for the cache to reach it on every admitted request.
+        let params = ListParams {
+            resource_version: Some(0),
+            ..ListParams::default()
+        };
+        let page = store.list(namespace, &params).await?;
         page.items
             .iter()
             .map(|hub| Self::encode(store, info, hub))
