@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::meta::ObjectMeta;
@@ -108,8 +109,7 @@ where
     V: Resource + Convert<H>,
     H: Resource,
 {
-    let hub: H =
-        serde_json::from_value(hub.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let hub: H = typed(hub)?;
     let v = V::from_hub(&hub);
     let body = serde_json::to_value(&v).map_err(|e| DecodeError::Invalid(e.to_string()))?;
     Ok(with_type_meta(body, &V::INFO))
@@ -163,22 +163,18 @@ pub struct Kind {
 }
 
 fn hub_validate<H: Strategy>(v: &Value) -> Result<ErrorList, DecodeError> {
-    let h: H =
-        serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let h: H = typed(v)?;
     Ok(h.validate_create())
 }
 
 fn hub_validate_update<H: Strategy>(v: &Value, old: &Value) -> Result<ErrorList, DecodeError> {
-    let h: H =
-        serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
-    let o: H =
-        serde_json::from_value(old.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let h: H = typed(v)?;
+    let o: H = typed(old)?;
     Ok(h.validate_update(&o))
 }
 
 fn hub_prepare<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
-    let mut h: H =
-        serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let mut h: H = typed(v)?;
     h.prepare_for_create();
     h.canonicalize();
     *v = serde_json::to_value(&h).map_err(|e| DecodeError::Invalid(e.to_string()))?;
@@ -186,10 +182,8 @@ fn hub_prepare<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
 }
 
 fn hub_prepare_update<H: Strategy>(v: &mut Value, old: &Value) -> Result<(), DecodeError> {
-    let mut h: H =
-        serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
-    let o: H =
-        serde_json::from_value(old.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let mut h: H = typed(v)?;
+    let o: H = typed(old)?;
     h.prepare_for_update(&o);
     h.canonicalize();
     *v = serde_json::to_value(&h).map_err(|e| DecodeError::Invalid(e.to_string()))?;
@@ -197,7 +191,12 @@ fn hub_prepare_update<H: Strategy>(v: &mut Value, old: &Value) -> Result<(), Dec
 }
 
 fn from_value<H: Strategy>(v: &Value) -> Result<H, DecodeError> {
-    serde_json::from_value(v.clone()).map_err(|e| DecodeError::Invalid(e.to_string()))
+    typed(v)
+}
+
+/// Deserializes a typed value from a JSON value without copying it first.
+fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, DecodeError> {
+    T::deserialize(v).map_err(|e| DecodeError::Invalid(e.to_string()))
 }
 
 fn to_value<H: Strategy>(h: &H) -> Result<Value, DecodeError> {
@@ -530,6 +529,6 @@ impl Scheme {
 /// Reads `metadata` of a JSON object into [`ObjectMeta`].
 pub fn object_meta(obj: &Value) -> ObjectMeta {
     obj.get("metadata")
-        .and_then(|m| serde_json::from_value(m.clone()).ok())
+        .and_then(|m| ObjectMeta::deserialize(m).ok())
         .unwrap_or_default()
 }

@@ -22,6 +22,7 @@ pub mod gnostic;
 mod meta;
 
 use prost::Message;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::meta::{ListMeta, Status};
@@ -77,14 +78,14 @@ fn decode_object<K: ProtobufKind>(raw: &[u8]) -> Result<Value, DecodeError> {
 }
 
 fn encode_object<K: ProtobufKind>(object: &Value) -> Result<Vec<u8>, DecodeError> {
-    let object: K = serde_json::from_value(object.clone()).map_err(invalid)?;
+    let object = K::deserialize(object).map_err(invalid)?;
     Ok(object.to_message().encode_to_vec())
 }
 
 fn encode_list<K: ProtobufKind>(list: &Value) -> Result<Vec<u8>, DecodeError> {
     let metadata: ListMeta = list
         .get("metadata")
-        .map(|m| serde_json::from_value(m.clone()))
+        .map(ListMeta::deserialize)
         .transpose()
         .map_err(invalid)?
         .unwrap_or_default();
