@@ -790,7 +790,7 @@ impl Store {
             match &current.stored {
                 Some(stored) if value == *stored => return Ok((old, false)),
                 Some(_) => {}
-                None if same_object(&mut new, &old) => continue,
+                None if same_object(&new, &old) => continue,
                 None => {}
             }
             match self.storage.update(&key, current.revision, value).await? {
@@ -1151,25 +1151,33 @@ struct Current {
     stored: Option<Bytes>,
 }
 
-/// Whether `new` is `old` apart from its resourceVersion (restored before
-/// returning).
-fn same_object(new: &mut Value, old: &Value) -> bool {
-    let old_rv = old.pointer("/metadata/resourceVersion").cloned();
-    let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return false;
+/// Whether `new` is `old` apart from `metadata.resourceVersion`.
+fn same_object(new: &Value, old: &Value) -> bool {
+    let (Some(new), Some(old)) = (new.as_object(), old.as_object()) else {
+        return new == old;
     };
-    let new_rv = match old_rv {
-        Some(rv) => meta.insert("resourceVersion".into(), rv),
-        None => meta.remove("resourceVersion"),
+    new.len() == old.len()
+        && new
+            .iter()
+            .all(|(field, value)| match (field.as_str(), old.get(field)) {
+                ("metadata", Some(before)) => same_meta(value, before),
+                (_, Some(before)) => value == before,
+                (_, None) => false,
+            })
+}
+
+/// Whether two `metadata` values are equal apart from `resourceVersion`.
+fn same_meta(new: &Value, old: &Value) -> bool {
+    let (Some(new), Some(old)) = (new.as_object(), old.as_object()) else {
+        return new == old;
     };
-    let same = new == old;
-    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
-        match new_rv {
-            Some(rv) => meta.insert("resourceVersion".into(), rv),
-            None => meta.remove("resourceVersion"),
-        };
-    }
-    same
+    let others =
+        |m: &serde_json::Map<String, Value>| m.keys().filter(|k| *k != "resourceVersion").count();
+    others(new) == others(old)
+        && new
+            .iter()
+            .filter(|(k, _)| *k != "resourceVersion")
+            .all(|(k, v)| old.get(k) == Some(v))
 }
 
 /// Decodes a stored key-value into the hub form with its resourceVersion.

@@ -663,3 +663,26 @@ async fn updates_are_right_whether_or_not_the_cache_has_caught_up() {
         seen = out;
     }
 }
+
+#[test]
+fn same_object_ignores_only_the_resource_version() {
+    use super::same_object;
+    let old = json!({"metadata": {"name": "a", "resourceVersion": "5"}, "spec": {"x": 1}});
+    assert!(same_object(
+        &json!({"metadata": {"name": "a"}, "spec": {"x": 1}}),
+        &old
+    ));
+    assert!(same_object(
+        &json!({"spec": {"x": 1}, "metadata": {"resourceVersion": "4", "name": "a"}}),
+        &old
+    ));
+    assert!(!same_object(
+        &json!({"metadata": {"name": "a"}, "spec": {"x": 2}}),
+        &old
+    ));
+    assert!(!same_object(
+        &json!({"metadata": {"name": "a", "labels": {}}, "spec": {"x": 1}}),
+        &old
+    ));
+    assert!(!same_object(&json!({"metadata": {"name": "a"}}), &old));
+}
