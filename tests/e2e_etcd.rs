@@ -143,3 +143,102 @@ async fn api_recovers_after_etcd_restart() {
         }
     }
 }
+
+/// The watch cache learns of deletes from etcd without the previous value
+/// (it keeps its own copy): a DELETED event still carries the object's last
+/// state, with the delete's resourceVersion, for a live watcher and for one
+/// that replays from before the delete.
+#[tokio::test]
+async fn watch_on_etcd_sends_deleted_objects_last_state() {
+    let etcd = common::Etcd::start().await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let server = start_on(&etcd, &tmp.path().join("data"), common::free_port()).await;
+    let api = flunders(server.client().await);
+    let created = api
+        .create(&PostParams::default(), &flunder("gone"))
+        .await
+        .expect("create");
+    let from = created.metadata.resource_version.clone().expect("rv");
+    let mut live = api
+        .watch(&WatchParams::default(), &from)
+        .await
+        .expect("watch")
+        .boxed();
+    let mut changed = created.clone();
+    changed
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("last".into(), "state".into());
+    let changed = api
+        .replace("gone", &PostParams::default(), &changed)
+        .await
+        .expect("update");
+    api.delete("gone", &Default::default())
+        .await
+        .expect("delete");
+
+    let modified = match next_event(&mut live).await {
+        WatchEvent::Modified(o) => o,
+        other => panic!("expected MODIFIED, got {other:?}"),
+    };
+    assert_eq!(
+        modified.metadata.resource_version,
+        changed.metadata.resource_version
+    );
+    let deleted = match next_event(&mut live).await {
+        WatchEvent::Deleted(o) => o,
+        other => panic!("expected DELETED, got {other:?}"),
+    };
+    assert_eq!(deleted.metadata.name.as_deref(), Some("gone"));
+    assert_eq!(deleted.metadata.uid, created.metadata.uid);
+    assert_eq!(
+        deleted
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("last"))
+            .map(String::as_str),
+        Some("state")
+    );
+    let delete_rv: u64 = deleted
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .expect("numeric resourceVersion");
+    let changed_rv: u64 = changed
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .expect("numeric resourceVersion");
+    assert!(delete_rv > changed_rv, "{delete_rv} after {changed_rv}");
+
+    // Replayed from the cache's history: the same DELETED event.
+    let mut replay = api
+        .watch(&WatchParams::default(), &from)
+        .await
+        .expect("watch")
+        .boxed();
+    assert!(matches!(
+        next_event(&mut replay).await,
+        WatchEvent::Modified(_)
+    ));
+    match next_event(&mut replay).await {
+        WatchEvent::Deleted(o) => assert_eq!(o, deleted),
+        other => panic!("expected DELETED, got {other:?}"),
+    }
+    assert!(api.get_opt("gone").await.expect("get").is_none());
+}
+
+async fn next_event<S>(stream: &mut S) -> WatchEvent<DynamicObject>
+where
+    S: futures::Stream<Item = kube::Result<WatchEvent<DynamicObject>>> + Unpin,
+{
+    tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+        .await
+        .expect("watch event in time")
+        .expect("watch ok")
+        .expect("watch still open")
+}

@@ -422,6 +422,23 @@ impl WatchCache {
         }
     }
 
+    /// Waits up to `limit` for the cache to see `revision`, without asking
+    /// the backend for progress: for a revision a client just got from a
+    /// write, whose event is on its way. Whether the cache saw it.
+    pub async fn sees_within(&self, revision: Revision, limit: Duration) -> bool {
+        let mut rx = self.revision_tx.subscribe();
+        let caught_up = |s: &State| s.ready && s.revision >= revision;
+        let wait = async {
+            while !caught_up(&read(&self.state)) {
+                if rx.changed().await.is_err() {
+                    return false;
+                }
+            }
+            true
+        };
+        tokio::time::timeout(limit, wait).await.unwrap_or(false)
+    }
+
     /// Waits until the cache has caught up with the backend's current
     /// revision (a consistent read).
     ///
@@ -557,13 +574,38 @@ impl WatchCache {
         self.revision_tx.send_replace(revision);
     }
 
+    /// The last state of a key deleted at `tombstone.mod_revision`, from
+    /// the cache's own copy: the storage watch does not send it (see
+    /// [`Storage::watch_without_prev`]). A delete of a key the cache does
+    /// not hold means the cache lost track; the error makes it re-list.
+    fn deleted_state(&self, tombstone: &storage::KeyValue) -> ApiResult<CachedObject> {
+        let Some(last) = read(&self.state).objects.get(&tombstone.key).cloned() else {
+            return Err(Status::internal(format!(
+                "the watch cache of {} holds no {} to delete at revision {}",
+                self.prefix, tombstone.key, tombstone.mod_revision
+            ))
+            .into());
+        };
+        let mut object = (*last.object().map_err(Status::internal)?).clone();
+        super::set_resource_version(&mut object, tombstone.mod_revision);
+        Ok(CachedObject::new(
+            tombstone.key.clone(),
+            tombstone.mod_revision,
+            object,
+        ))
+    }
+
     fn not_ready(&self) {
         write(&self.state).ready = false;
         self.close_watchers();
     }
 
     fn apply(&self, ev: storage::Event, decode: &Decoder) -> ApiResult<()> {
-        let object = Arc::new(decode(&ev.kv)?);
+        let object = Arc::new(if ev.kind == EventType::Deleted && ev.kv.value.is_empty() {
+            self.deleted_state(&ev.kv)?
+        } else {
+            decode(&ev.kv)?
+        });
         let revision = ev.kv.mod_revision;
         let mut s = write(&self.state);
         if revision < s.revision || (revision == s.revision && revision != s.last_event) {
@@ -669,7 +711,7 @@ async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), S
     }
     let mut stream = cache
         .storage
-        .watch(&cache.prefix, revision, true)
+        .watch_without_prev(&cache.prefix, revision, true)
         .await
         .map_err(|e| e.to_string())?;
     cache.replace(objects, revision);

@@ -711,7 +711,7 @@ impl Store {
         // version, for an unconditional update) and fall back to a storage
         // read whenever that copy could be stale: a failed compare-and-swap
         // or an update that looks like it changes nothing.
-        let mut cached = self.cached_for_update(&key, &requested_rv);
+        let mut cached = self.cached_for_update(&key, &requested_rv).await;
         loop {
             let current = match cached.take() {
                 Some(c) => Current {
@@ -806,13 +806,25 @@ impl Store {
 
     /// The watch cache's copy of `key` to start an update from: when the
     /// request names a resourceVersion, only the copy at that version.
-    fn cached_for_update(&self, key: &str, requested_rv: &str) -> Option<Arc<cache::CachedObject>> {
-        let obj = self.cache.as_ref()?.snapshot().get(key)?;
-        if requested_rv.is_empty() || requested_rv.parse::<Revision>().ok()? == obj.revision {
-            Some(obj)
-        } else {
-            None
+    ///
+    /// A client that updates again right after its last write names a
+    /// version whose watch event may still be on its way to the cache; a
+    /// short wait for it (bounded by [`CACHE_WAIT_FOR_UPDATE`]) is cheaper
+    /// than reading the object from storage.
+    async fn cached_for_update(
+        &self,
+        key: &str,
+        requested_rv: &str,
+    ) -> Option<Arc<cache::CachedObject>> {
+        let cache = self.cache.as_ref()?;
+        if requested_rv.is_empty() {
+            return cache.snapshot().get(key);
         }
+        let rv = requested_rv.parse::<Revision>().ok()?;
+        if cache.revision() < rv && !cache.sees_within(rv, CACHE_WAIT_FOR_UPDATE).await {
+            return None;
+        }
+        cache.snapshot().get(key).filter(|obj| obj.revision == rv)
     }
 
     fn conflict(&self, name: &str) -> ApiError {
@@ -1084,6 +1096,10 @@ const WATCH_TOO_OLD: &str = "The resourceVersion for the provided watch is too o
 
 /// How often a watcher that allows bookmarks gets one (at most).
 const BOOKMARK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long an update naming a resourceVersion the watch cache has not seen
+/// yet waits for it before reading the object from storage instead.
+const CACHE_WAIT_FOR_UPDATE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The watch event type of a change, given whether the object matched the
 /// watcher's selectors before and after it (`None`: not the watcher's

@@ -40,6 +40,28 @@ fn done(outcome: WriteOutcome) -> KeyValue {
     }
 }
 
+/// Updates `key`, which must succeed, and returns the new state read back
+/// at the update's revision: backends may leave `create_revision` and
+/// `version` at 0 in an update's answer (see [`Storage::update`]); the rest
+/// of the answer must be exact, and so must those two when set.
+async fn update_ok(store: &dyn Storage, key: &str, expected: Revision, value: Bytes) -> KeyValue {
+    let kv = done(store.update(key, expected, value.clone()).await.unwrap());
+    assert_eq!(kv.key, key);
+    assert_eq!(kv.value, value);
+    assert!(kv.mod_revision > expected);
+    let read = store
+        .get(key, kv.mod_revision)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("{key} not readable at its update's revision"));
+    assert_eq!(read.value, value);
+    assert_eq!(read.mod_revision, kv.mod_revision);
+    if kv.create_revision != 0 || kv.version != 0 {
+        assert_eq!(kv, read);
+    }
+    read
+}
+
 fn conflict(outcome: WriteOutcome) -> Option<KeyValue> {
     match outcome {
         WriteOutcome::Conflict(current) => current,
@@ -157,7 +179,7 @@ pub(crate) async fn create_get_exists(store: Arc<dyn Storage>) {
 pub(crate) async fn update_cas(store: Arc<dyn Storage>) {
     let k = key("cas");
     let v1 = store.create(&k, val("1")).await.unwrap();
-    let v2 = done(store.update(&k, v1.mod_revision, val("2")).await.unwrap());
+    let v2 = update_ok(&*store, &k, v1.mod_revision, val("2")).await;
     assert_eq!(v2.key, k);
     assert_eq!(v2.value, val("2"));
     assert_eq!(v2.create_revision, v1.create_revision);
@@ -176,7 +198,7 @@ pub(crate) async fn update_cas(store: Arc<dyn Storage>) {
     assert_eq!(store.get(&k, 0).await.unwrap(), Some(v2.clone()));
     assert_eq!(store.current_revision().await.unwrap(), v2.mod_revision);
 
-    let v3 = done(store.update(&k, v2.mod_revision, val("3")).await.unwrap());
+    let v3 = update_ok(&*store, &k, v2.mod_revision, val("3")).await;
     assert_eq!(v3.version, 3);
     assert!(v3.mod_revision > v2.mod_revision);
 
@@ -213,7 +235,7 @@ pub(crate) async fn update_cas(store: Arc<dyn Storage>) {
 pub(crate) async fn delete_preconditions(store: Arc<dyn Storage>) {
     let k = key("del");
     let v1 = store.create(&k, val("1")).await.unwrap();
-    let v2 = done(store.update(&k, v1.mod_revision, val("2")).await.unwrap());
+    let v2 = update_ok(&*store, &k, v1.mod_revision, val("2")).await;
 
     // Wrong precondition: conflict with the current state, key kept.
     assert_eq!(
@@ -278,12 +300,7 @@ pub(crate) async fn revisions_increase(store: Arc<dyn Storage>) {
             .await
             .unwrap();
         check(&mut last, kv.mod_revision, "create");
-        let kv = done(
-            store
-                .update(&kv.key, kv.mod_revision, val("y"))
-                .await
-                .unwrap(),
-        );
+        let kv = update_ok(&*store, &kv.key, kv.mod_revision, val("y")).await;
         check(&mut last, kv.mod_revision, "update");
         if i % 2 == 0 {
             let kv = done(store.delete(&kv.key, Some(kv.mod_revision)).await.unwrap());
@@ -441,7 +458,7 @@ pub(crate) async fn read_at_old_revision(store: Arc<dyn Storage>) {
     let k = key("history/x");
     let v1 = store.create(&k, val("1")).await.unwrap();
     let other = store.create(&key("history/y"), val("y")).await.unwrap();
-    let v2 = done(store.update(&k, v1.mod_revision, val("2")).await.unwrap());
+    let v2 = update_ok(&*store, &k, v1.mod_revision, val("2")).await;
     let deleted = done(store.delete(&k, None).await.unwrap());
 
     assert_eq!(
@@ -539,18 +556,8 @@ pub(crate) async fn watch_from_now(store: Arc<dyn Storage>) {
         .create(&key("elsewhere/x"), val("outside"))
         .await
         .unwrap();
-    let a2 = done(
-        store
-            .update(&a1.key, a1.mod_revision, val("2"))
-            .await
-            .unwrap(),
-    );
-    let b2 = done(
-        store
-            .update(&before.key, before.mod_revision, val("b2"))
-            .await
-            .unwrap(),
-    );
+    let a2 = update_ok(&*store, &a1.key, a1.mod_revision, val("2")).await;
+    let b2 = update_ok(&*store, &before.key, before.mod_revision, val("b2")).await;
     let a3 = done(store.delete(&a1.key, Some(a2.mod_revision)).await.unwrap());
 
     assert_event(&next_event(&mut watch).await, EventType::Created, &a1, None);
@@ -580,6 +587,38 @@ pub(crate) async fn watch_from_now(store: Arc<dyn Storage>) {
     assert_event(&next_event(&mut watch).await, EventType::Created, &c, None);
 }
 
+/// `watch_without_prev` delivers the same changes in the same order; a
+/// backend may leave out the previous states, and then gives a deleted key
+/// only its key, the delete's revision and an empty value.
+pub(crate) async fn watch_without_prev(store: Arc<dyn Storage>) {
+    let dir = key("watch-lean/");
+    let mut watch = store.watch_without_prev(&dir, 0, false).await.unwrap();
+    let a1 = store.create(&format!("{dir}a"), val("1")).await.unwrap();
+    let a2 = update_ok(&*store, &a1.key, a1.mod_revision, val("2")).await;
+    let a3 = done(store.delete(&a1.key, Some(a2.mod_revision)).await.unwrap());
+
+    assert_event(&next_event(&mut watch).await, EventType::Created, &a1, None);
+    let modified = next_event(&mut watch).await;
+    assert_eq!(
+        (modified.kind, &modified.kv),
+        (EventType::Modified, &a2),
+        "{modified:?}"
+    );
+    assert!(modified.prev.is_none() || modified.prev.as_ref() == Some(&a1));
+    let deleted = next_event(&mut watch).await;
+    assert_eq!(deleted.kind, EventType::Deleted, "{deleted:?}");
+    assert_eq!(deleted.kv.key, a1.key);
+    assert_eq!(deleted.kv.mod_revision, a3.mod_revision);
+    match &deleted.prev {
+        None => assert!(deleted.kv.value.is_empty(), "{deleted:?}"),
+        Some(prev) => {
+            assert_eq!(prev, &a2);
+            assert_eq!(deleted.kv, a3);
+        }
+    }
+    assert_quiet(&mut watch, Duration::from_millis(300)).await;
+}
+
 /// A watch from a past revision replays history after it (exclusive), then
 /// continues live: ordered, no gaps, no duplicates.
 pub(crate) async fn watch_from_past_revision(store: Arc<dyn Storage>) {
@@ -595,12 +634,7 @@ pub(crate) async fn watch_from_past_revision(store: Arc<dyn Storage>) {
         .unwrap();
     let b1 = store.create(&format!("{dir}b"), val("b1")).await.unwrap();
     expected.push((EventType::Created, b1.clone(), None));
-    let a2 = done(
-        store
-            .update(&a1.key, a1.mod_revision, val("a2"))
-            .await
-            .unwrap(),
-    );
+    let a2 = update_ok(&*store, &a1.key, a1.mod_revision, val("a2")).await;
     expected.push((EventType::Modified, a2.clone(), Some(a1.clone())));
     let b_del = done(store.delete(&b1.key, None).await.unwrap());
     expected.push((EventType::Deleted, b_del.clone(), Some(b1.clone())));
@@ -620,12 +654,13 @@ pub(crate) async fn watch_from_past_revision(store: Arc<dyn Storage>) {
     // Live writes after the watches started.
     let mut current = a2.clone();
     for i in 0..10 {
-        let next = done(
-            store
-                .update(&current.key, current.mod_revision, val(&format!("live{i}")))
-                .await
-                .unwrap(),
-        );
+        let next = update_ok(
+            &*store,
+            &current.key,
+            current.mod_revision,
+            val(&format!("live{i}")),
+        )
+        .await;
         expected.push((EventType::Modified, next.clone(), Some(current.clone())));
         current = next;
     }
@@ -731,9 +766,9 @@ pub(crate) async fn compaction(store: Arc<dyn Storage>) {
     let dir = key("compact/");
     let k = format!("{dir}x");
     let v1 = store.create(&k, val("1")).await.unwrap();
-    let v2 = done(store.update(&k, v1.mod_revision, val("2")).await.unwrap());
-    let v3 = done(store.update(&k, v2.mod_revision, val("3")).await.unwrap());
-    let v4 = done(store.update(&k, v3.mod_revision, val("4")).await.unwrap());
+    let v2 = update_ok(&*store, &k, v1.mod_revision, val("2")).await;
+    let v3 = update_ok(&*store, &k, v2.mod_revision, val("3")).await;
+    let v4 = update_ok(&*store, &k, v3.mod_revision, val("4")).await;
 
     store.compact(v3.mod_revision).await.unwrap();
     assert_eq!(store.compacted_revision().await.unwrap(), v3.mod_revision);
@@ -780,7 +815,7 @@ pub(crate) async fn compaction(store: Arc<dyn Storage>) {
     // Compacting again at the same revision is harmless; a later compaction
     // moves the compacted revision.
     store.compact(v3.mod_revision).await.unwrap();
-    let v5 = done(store.update(&k, v4.mod_revision, val("5")).await.unwrap());
+    let v5 = update_ok(&*store, &k, v4.mod_revision, val("5")).await;
     assert_event(
         &next_event(&mut watch).await,
         EventType::Modified,
@@ -901,12 +936,13 @@ pub(crate) async fn large_value(store: Arc<dyn Storage>) {
     assert!(listed.items.len() == 1 && listed.items[0].value == big);
     let mut reversed = big.to_vec();
     reversed.reverse();
-    let updated = done(
-        store
-            .update(&k, read.mod_revision, Bytes::from(reversed.clone()))
-            .await
-            .unwrap(),
-    );
+    let updated = update_ok(
+        &*store,
+        &k,
+        read.mod_revision,
+        Bytes::from(reversed.clone()),
+    )
+    .await;
     assert!(store.get(&k, 0).await.unwrap().unwrap().value == reversed);
     let event = next_event(&mut watch).await;
     assert!(event.kind == EventType::Created && event.kv.value == big);
@@ -931,12 +967,7 @@ pub(crate) async fn watch_many_writes(store: Arc<dyn Storage>) {
             Some(prev) if i % 5 == 0 => {
                 done(store.delete(&name, Some(prev.mod_revision)).await.unwrap())
             }
-            Some(prev) => done(
-                store
-                    .update(&name, prev.mod_revision, val(&i.to_string()))
-                    .await
-                    .unwrap(),
-            ),
+            Some(prev) => update_ok(&*store, &name, prev.mod_revision, val(&i.to_string())).await,
         };
         if i % 5 == 0 && state.contains_key(&name) {
             state.remove(&name);

@@ -113,6 +113,17 @@ impl Storage for Metered {
         self.inner.watch(prefix, start_revision, progress).await
     }
 
+    async fn watch_without_prev(
+        &self,
+        prefix: &str,
+        start_revision: Revision,
+        progress: bool,
+    ) -> Result<WatchStream> {
+        self.inner
+            .watch_without_prev(prefix, start_revision, progress)
+            .await
+    }
+
     async fn current_revision(&self) -> Result<Revision> {
         self.inner.current_revision().await
     }

@@ -205,6 +205,12 @@ pub trait Storage: Send + Sync + 'static {
     /// Writes `value` to an existing `key` if its `mod_revision` equals
     /// `expected_mod_revision`. A missing key or another mod revision gives
     /// [`WriteOutcome::Conflict`] with the current state.
+    ///
+    /// The new state in [`WriteOutcome::Done`] always has the new
+    /// `mod_revision` and `value`; its `create_revision` and `version` are 0
+    /// when the backend cannot tell them without reading the previous state
+    /// (etcd: a `prev_kv` put is one more range read in etcd's serialized
+    /// apply loop for every update). Read the key back when they matter.
     async fn update(
         &self,
         key: &str,
@@ -235,6 +241,22 @@ pub trait Storage: Send + Sync + 'static {
         start_revision: Revision,
         progress: bool,
     ) -> Result<WatchStream>;
+
+    /// Like [`watch`](Storage::watch), for a consumer that keeps its own
+    /// copy of every object under `prefix` (the watch cache): the backend
+    /// may leave [`Event::prev`] unset and give an
+    /// [`EventType::Deleted`] event only the key and the delete's revision
+    /// (an empty value), so it need not read the previous state for every
+    /// event. etcd does read it for a `prev_kv` watch, one range read per
+    /// event. By default the same as [`watch`](Storage::watch).
+    async fn watch_without_prev(
+        &self,
+        prefix: &str,
+        start_revision: Revision,
+        progress: bool,
+    ) -> Result<WatchStream> {
+        self.watch(prefix, start_revision, progress).await
+    }
 
     /// The store's current revision.
     async fn current_revision(&self) -> Result<Revision>;

@@ -1229,6 +1229,7 @@ mod conformance_suite {
         list_pagination,
         read_at_old_revision,
         watch_from_now,
+        watch_without_prev,
         watch_from_past_revision,
         watch_progress,
         watch_request_progress,

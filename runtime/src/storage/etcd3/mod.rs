@@ -833,16 +833,22 @@ impl Storage for Etcd3Store {
         value: Bytes,
     ) -> Result<WriteOutcome> {
         let inner = &self.inner;
+        // Like kube-apiserver's guaranteed update: one compare of the mod
+        // revision (a key that does not exist has mod revision 0, so a
+        // positive one also says it exists) and a plain put. Every compare
+        // and a `prev_kv` put cost etcd a range read in its serialized
+        // apply loop.
+        let mut when = vec![etcd::Compare::mod_revision(
+            key,
+            etcd::CompareOp::Equal,
+            expected_mod_revision,
+        )];
+        if expected_mod_revision <= 0 {
+            when.push(etcd::Compare::version(key, etcd::CompareOp::Greater, 0));
+        }
         let txn = etcd::Txn::new()
-            .when([
-                etcd::Compare::mod_revision(key, etcd::CompareOp::Equal, expected_mod_revision),
-                etcd::Compare::version(key, etcd::CompareOp::Greater, 0),
-            ])
-            .and_then([etcd::TxnOp::put(
-                key,
-                value.to_vec(),
-                Some(etcd::PutOptions::new().with_prev_key()),
-            )])
+            .when(when)
+            .and_then([etcd::TxnOp::put(key, value.to_vec(), None)])
             .or_else([etcd::TxnOp::get(key, None)]);
         let resp = inner
             .request("update", Retry::Write, |mut kv| {
@@ -854,15 +860,12 @@ impl Storage for Etcd3Store {
             return Ok(WriteOutcome::Conflict(txn_get_result(&resp)?));
         }
         let revision = header_revision(resp.header(), "txn")?;
-        let prev = txn_prev_kv(&resp)?.ok_or_else(|| {
-            Error::Internal(format!("etcd update of {key} returned no previous value"))
-        })?;
         Ok(WriteOutcome::Done(KeyValue {
             key: key.to_owned(),
             value,
-            create_revision: prev.create_revision,
+            create_revision: 0,
             mod_revision: revision,
-            version: prev.version + 1,
+            version: 0,
         }))
     }
 
@@ -910,7 +913,16 @@ impl Storage for Etcd3Store {
         start_revision: Revision,
         progress: bool,
     ) -> Result<WatchStream> {
-        watch::start(self.inner.clone(), prefix, start_revision, progress).await
+        watch::start(self.inner.clone(), prefix, start_revision, progress, true).await
+    }
+
+    async fn watch_without_prev(
+        &self,
+        prefix: &str,
+        start_revision: Revision,
+        progress: bool,
+    ) -> Result<WatchStream> {
+        watch::start(self.inner.clone(), prefix, start_revision, progress, false).await
     }
 
     async fn current_revision(&self) -> Result<Revision> {

@@ -77,6 +77,8 @@ struct Spec {
     key: Vec<u8>,
     range_end: Vec<u8>,
     progress: bool,
+    /// Whether events carry the previous state (`prev_kv`).
+    prev: bool,
 }
 
 /// One gRPC watch stream with its created watcher.
@@ -123,12 +125,13 @@ enum End {
 }
 
 /// Starts a watch of `prefix` for changes after `start_revision` (0: after
-/// the current revision).
+/// the current revision); with `prev`, events carry the previous state.
 pub(super) async fn start(
     inner: Arc<Inner>,
     prefix: &str,
     start_revision: Revision,
     progress: bool,
+    prev: bool,
 ) -> Result<WatchStream> {
     if start_revision < 0 {
         return Err(Error::Internal(format!(
@@ -140,6 +143,7 @@ pub(super) async fn start(
         key,
         range_end,
         progress,
+        prev,
     };
     // A concrete start makes "after the current revision" exact and gives
     // resuming a revision to start from.
@@ -180,8 +184,10 @@ async fn open(inner: &Inner, spec: &Spec, last: Revision) -> Result<Session> {
         .max_decoding_message_size(super::MAX_DECODING_MESSAGE_SIZE);
     let mut options = etcd::WatchOptions::new()
         .with_range(spec.range_end.clone())
-        .with_start_revision(last + 1)
-        .with_prev_key();
+        .with_start_revision(last + 1);
+    if spec.prev {
+        options = options.with_prev_key();
+    }
     if spec.progress {
         options = options.with_progress_notify();
     }
