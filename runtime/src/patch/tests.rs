@@ -559,6 +559,41 @@ fn strict_checks_find_unknown_and_duplicate_fields_in_order() {
 }
 
 #[test]
+fn strict_checks_handle_escaped_keys_big_maps_and_nested_lists() {
+    let schema = merge_item();
+    // A key with escapes is the same key; an escaped unknown key is
+    // reported unescaped.
+    let body = br#"{"name": "a", "na\u006de": "b", "f\u006fo": 1}"#;
+    assert_eq!(
+        fields::check_json(body, &schema.root(), true).expect("json"),
+        vec!["duplicate field \"name\"", "unknown field \"foo\""]
+    );
+    // Duplicates are found in maps of any size, in document order.
+    let mut entries: Vec<String> = (0..50).map(|i| format!("\"k{i}\": \"v\"")).collect();
+    entries.push("\"k3\": \"again\"".into());
+    entries.push("\"k45\": \"again\"".into());
+    let body = format!(r#"{{"simpleMap": {{{}}}}}"#, entries.join(", "));
+    assert_eq!(
+        fields::check_json(body.as_bytes(), &schema.root(), true).expect("json"),
+        vec![
+            "duplicate field \"simpleMap.k3\"",
+            "duplicate field \"simpleMap.k45\"",
+        ]
+    );
+    // Paths through lists of objects inside lists of objects.
+    let body = br#"{"mergingList": [{"name": "x", "mergingList": [{}, {"name": "y", "bad": 1}]}],
+        "retainKeysMap": {"mergingList": [{"zip": 2}]}, "nope": [1, 2]}"#;
+    assert_eq!(
+        fields::check_json(body, &schema.root(), true).expect("json"),
+        vec![
+            "unknown field \"mergingList[0].mergingList[1].bad\"",
+            "unknown field \"retainKeysMap.mergingList[0].zip\"",
+            "unknown field \"nope\"",
+        ]
+    );
+}
+
+#[test]
 fn field_validation_values() {
     assert_eq!(FieldValidation::parse(None), Some(FieldValidation::Warn));
     assert_eq!(

@@ -1236,11 +1236,11 @@ pub fn set_resource_version(obj: &mut Value, rv: Revision) {
 }
 
 fn copy_immutable_meta(new: &mut Value, old: &Value) -> ApiResult<()> {
+    let none = serde_json::Map::new();
     let old_meta = old
         .get("metadata")
         .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+        .unwrap_or(&none);
     let meta = metadata_mut(new)?;
     for key in [
         "uid",
