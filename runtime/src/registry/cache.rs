@@ -586,7 +586,7 @@ impl WatchCache {
             ))
             .into());
         };
-        let mut object = (*last.object().map_err(Status::internal)?).clone();
+        let mut object = Arc::unwrap_or_clone(last.object().map_err(Status::internal)?);
         super::set_resource_version(&mut object, tombstone.mod_revision);
         Ok(CachedObject::new(
             tombstone.key.clone(),

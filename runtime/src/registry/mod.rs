@@ -409,7 +409,9 @@ impl Store {
         resource_version: Option<Revision>,
     ) -> ApiResult<Value> {
         if let Some(cached) = self.get_shared(namespace, name, resource_version).await? {
-            return Ok((*cached.object().map_err(Status::internal)?).clone());
+            return Ok(Arc::unwrap_or_clone(
+                cached.object().map_err(Status::internal)?,
+            ));
         }
         match self.storage.get(&self.key(namespace, name), 0).await? {
             Some(kv) => self.decode(&kv),
@@ -716,7 +718,7 @@ impl Store {
             let current = match cached.take() {
                 Some(c) => Current {
                     revision: c.revision,
-                    old: (*c.object().map_err(Status::internal)?).clone(),
+                    old: Arc::unwrap_or_clone(c.object().map_err(Status::internal)?),
                     stored: None,
                 },
                 None => {
