@@ -570,20 +570,31 @@ async fn rbac_matrix_escalation_and_impersonation() {
         msg.contains("is attempting to grant RBAC permissions not currently held"),
         "{msg}"
     );
-    let (code, msg) = send(
-        &bob,
-        Method::POST,
-        &bindings,
-        Some(binding(
-            "RoleBinding",
-            "carol-subset",
-            "Role",
-            "subset",
-            user("carol"),
-        )),
-    )
-    .await;
-    assert_eq!(code, 200, "{msg}");
+    // The authorizer learns of the new Role through its watch, as
+    // kube-apiserver's informers do: until then the Role "does not exist".
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (code, msg) = send(
+            &bob,
+            Method::POST,
+            &bindings,
+            Some(binding(
+                "RoleBinding",
+                "carol-subset",
+                "Role",
+                "subset",
+                user("carol"),
+            )),
+        )
+        .await;
+        if code == 403 && msg.ends_with("it does not exist") && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        }
+        assert_eq!(code, 200, "{msg}");
+        break;
+    }
     // With `bind` on the edit ClusterRole, bob may bind it.
     created(&admin, &roles, role("Role", "bind-edit", json!([
         {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["edit"], "verbs": ["bind"]}
