@@ -275,6 +275,26 @@ async fn created(client: &kube::Client, path: &str, body: serde_json::Value) {
     assert_eq!(code, 200, "POST {path}: {msg}");
 }
 
+/// POSTs `body` until it is created (200), for up to 10 s while `pending`
+/// says the authorizer has not seen a change it depends on yet.
+async fn created_once_visible(
+    client: &kube::Client,
+    path: &str,
+    body: serde_json::Value,
+    pending: impl Fn(u16, &str) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (code, msg) = send(client, Method::POST, path, Some(body.clone())).await;
+        if pending(code, &msg) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        }
+        assert_eq!(code, 200, "POST {path}: {msg}");
+        return;
+    }
+}
+
 #[tokio::test]
 async fn rbac_matrix_escalation_and_impersonation() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -572,29 +592,19 @@ async fn rbac_matrix_escalation_and_impersonation() {
     );
     // The authorizer learns of the new Role through its watch, as
     // kube-apiserver's informers do: until then the Role "does not exist".
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let (code, msg) = send(
-            &bob,
-            Method::POST,
-            &bindings,
-            Some(binding(
-                "RoleBinding",
-                "carol-subset",
-                "Role",
-                "subset",
-                user("carol"),
-            )),
-        )
-        .await;
-        if code == 403 && msg.ends_with("it does not exist") && std::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            continue;
-        }
-        assert_eq!(code, 200, "{msg}");
-        break;
-    }
+    created_once_visible(
+        &bob,
+        &bindings,
+        binding(
+            "RoleBinding",
+            "carol-subset",
+            "Role",
+            "subset",
+            user("carol"),
+        ),
+        |code, msg| code == 403 && msg.ends_with("it does not exist"),
+    )
+    .await;
     // With `bind` on the edit ClusterRole, bob may bind it.
     created(&admin, &roles, role("Role", "bind-edit", json!([
         {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["edit"], "verbs": ["bind"]}
@@ -611,30 +621,19 @@ async fn rbac_matrix_escalation_and_impersonation() {
         ),
     )
     .await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let (code, msg) = send(
-            &bob,
-            Method::POST,
-            &bindings,
-            Some(binding(
-                "RoleBinding",
-                "carol-edit",
-                "ClusterRole",
-                "edit",
-                user("carol"),
-            )),
-        )
-        .await;
-        if code == 200 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "bind never allowed: {code} {msg}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    created_once_visible(
+        &bob,
+        &bindings,
+        binding(
+            "RoleBinding",
+            "carol-edit",
+            "ClusterRole",
+            "edit",
+            user("carol"),
+        ),
+        |code, _| code != 200,
+    )
+    .await;
     // The roleRef of a binding cannot change.
     let (code, msg) = send(
         &admin,

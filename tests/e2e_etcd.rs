@@ -110,12 +110,7 @@ async fn api_recovers_after_etcd_restart() {
         }
     }
     // The open watch saw the write made after etcd came back.
-    let event = tokio::time::timeout(Duration::from_secs(30), events.try_next())
-        .await
-        .expect("watch event in time")
-        .expect("watch ok")
-        .expect("watch still open");
-    match event {
+    match next_event(&mut events, Duration::from_secs(30)).await {
         WatchEvent::Added(o) => assert_eq!(o.metadata.name.as_deref(), Some("after")),
         other => panic!("unexpected event {other:?}"),
     }
@@ -178,7 +173,7 @@ async fn watch_on_etcd_sends_deleted_objects_last_state() {
         .await
         .expect("delete");
 
-    let modified = match next_event(&mut live).await {
+    let modified = match next_event(&mut live, Duration::from_secs(10)).await {
         WatchEvent::Modified(o) => o,
         other => panic!("expected MODIFIED, got {other:?}"),
     };
@@ -186,7 +181,7 @@ async fn watch_on_etcd_sends_deleted_objects_last_state() {
         modified.metadata.resource_version,
         changed.metadata.resource_version
     );
-    let deleted = match next_event(&mut live).await {
+    let deleted = match next_event(&mut live, Duration::from_secs(10)).await {
         WatchEvent::Deleted(o) => o,
         other => panic!("expected DELETED, got {other:?}"),
     };
@@ -201,18 +196,7 @@ async fn watch_on_etcd_sends_deleted_objects_last_state() {
             .map(String::as_str),
         Some("state")
     );
-    let delete_rv: u64 = deleted
-        .metadata
-        .resource_version
-        .as_deref()
-        .and_then(|rv| rv.parse().ok())
-        .expect("numeric resourceVersion");
-    let changed_rv: u64 = changed
-        .metadata
-        .resource_version
-        .as_deref()
-        .and_then(|rv| rv.parse().ok())
-        .expect("numeric resourceVersion");
+    let (delete_rv, changed_rv) = (numeric_rv(&deleted), numeric_rv(&changed));
     assert!(delete_rv > changed_rv, "{delete_rv} after {changed_rv}");
 
     // Replayed from the cache's history: the same DELETED event.
@@ -222,23 +206,32 @@ async fn watch_on_etcd_sends_deleted_objects_last_state() {
         .expect("watch")
         .boxed();
     assert!(matches!(
-        next_event(&mut replay).await,
+        next_event(&mut replay, Duration::from_secs(10)).await,
         WatchEvent::Modified(_)
     ));
-    match next_event(&mut replay).await {
+    match next_event(&mut replay, Duration::from_secs(10)).await {
         WatchEvent::Deleted(o) => assert_eq!(o, deleted),
         other => panic!("expected DELETED, got {other:?}"),
     }
     assert!(api.get_opt("gone").await.expect("get").is_none());
 }
 
-async fn next_event<S>(stream: &mut S) -> WatchEvent<DynamicObject>
+/// The next event of a watch, within `limit`.
+async fn next_event<S>(stream: &mut S, limit: Duration) -> WatchEvent<DynamicObject>
 where
     S: futures::Stream<Item = kube::Result<WatchEvent<DynamicObject>>> + Unpin,
 {
-    tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+    tokio::time::timeout(limit, stream.try_next())
         .await
         .expect("watch event in time")
         .expect("watch ok")
         .expect("watch still open")
+}
+
+fn numeric_rv(obj: &DynamicObject) -> u64 {
+    obj.metadata
+        .resource_version
+        .as_deref()
+        .and_then(|rv| rv.parse().ok())
+        .expect("numeric resourceVersion")
 }

@@ -394,14 +394,19 @@ impl WatchCache {
         read(&self.state).revision
     }
 
+    /// Whether the cache is ready and has seen `revision`.
+    fn has_seen(&self, revision: Revision) -> bool {
+        let s = read(&self.state);
+        s.ready && s.revision >= revision
+    }
+
     /// Waits until the cache is ready and has seen `revision`; 504 after the
     /// freshness timeout. While behind, it asks the backend for progress
     /// notifications (the cache may be behind only because the latest
     /// writes went to other keys).
     pub async fn wait_for(&self, revision: Revision) -> ApiResult<()> {
         let mut rx = self.revision_tx.subscribe();
-        let caught_up = |s: &State| s.ready && s.revision >= revision;
-        if caught_up(&read(&self.state)) {
+        if self.has_seen(revision) {
             return Ok(());
         }
         let deadline = tokio::time::Instant::now() + self.opts.freshness_timeout;
@@ -409,7 +414,7 @@ impl WatchCache {
             let _ = self.storage.request_progress().await;
             let nudge = tokio::time::Instant::now() + Duration::from_millis(20);
             let _ = tokio::time::timeout_at(nudge.min(deadline), rx.changed()).await;
-            if caught_up(&read(&self.state)) {
+            if self.has_seen(revision) {
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
@@ -427,9 +432,8 @@ impl WatchCache {
     /// write, whose event is on its way. Whether the cache saw it.
     pub async fn sees_within(&self, revision: Revision, limit: Duration) -> bool {
         let mut rx = self.revision_tx.subscribe();
-        let caught_up = |s: &State| s.ready && s.revision >= revision;
         let wait = async {
-            while !caught_up(&read(&self.state)) {
+            while !self.has_seen(revision) {
                 if rx.changed().await.is_err() {
                     return false;
                 }
