@@ -143,7 +143,7 @@ pub(crate) async fn run_fn<F, Fut>(
     call: Arc<F>,
 ) -> anyhow::Result<LoadResult>
 where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    F: Fn(usize) -> Fut + Send + Sync + ?Sized + 'static,
     Fut: Future<Output = anyhow::Result<u64>> + Send + 'static,
 {
     let barrier = Arc::new(Barrier::new(workers + 1));

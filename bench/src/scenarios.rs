@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
+use futures::FutureExt;
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -586,37 +587,55 @@ impl Op for CreateOp {
 /// Client counts of the CREATE scenario.
 const CREATE_CLIENTS: [usize; 2] = [16, 64];
 
-/// Warms up, then runs `call` from `workers` tasks `settings.repeats` times.
-async fn repeat_fn<F, Fut>(
+/// One call of a raw etcd reference from worker `n`.
+type RawCall =
+    Arc<dyn Fn(usize) -> futures::future::BoxFuture<'static, anyhow::Result<u64>> + Send + Sync>;
+
+/// Warms up, then runs `op` against apiforge at `target` `settings.repeats`
+/// times; with `raw` (a raw etcd reference), alternates with it run by
+/// run, so that drift in etcd's speed during the scenario weighs on both
+/// sides alike.
+async fn compare_with_raw<O: Op>(
     settings: &Settings,
     label: &str,
     workers: usize,
-    call: Arc<F>,
-) -> anyhow::Result<Runs>
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = anyhow::Result<u64>> + Send + 'static,
-{
-    let mut runs = Runs::default();
-    load::run_fn(workers, settings.warmup, call.clone()).await?;
+    target: &Target,
+    op: Arc<O>,
+    raw: Option<RawCall>,
+) -> anyhow::Result<(Runs, Option<Runs>)> {
+    let (mut ours, mut reference) = (Runs::default(), Runs::default());
+    load::run(target, workers, settings.warmup, op.clone()).await?;
+    if let Some(raw) = &raw {
+        load::run_fn(workers, settings.warmup, raw.clone()).await?;
+    }
     for i in 0..settings.repeats {
-        let r = load::run_fn(workers, settings.run, call.clone()).await?;
+        let r = load::run(target, workers, settings.run, op.clone()).await?;
         check(label, &r)?;
         progress!(
-            "  {label} run {}/{}: {:.0} ops/s, p99 {:.2} ms",
+            "  {label} run {}/{}: apiforge {:.0} ops/s, p99 {:.2} ms",
             i + 1,
             settings.repeats,
             r.rate(),
             r.quantile_ms(0.99)
         );
-        runs.add(&r);
+        ours.add(&r);
+        let Some(raw) = &raw else { continue };
+        let r = load::run_fn(workers, settings.run, raw.clone()).await?;
+        check(&format!("{label} (raw etcd)"), &r)?;
+        progress!(
+            "  {label} run {}/{}: raw etcd {:.0} ops/s, p99 {:.2} ms",
+            i + 1,
+            settings.repeats,
+            r.rate(),
+            r.quantile_ms(0.99)
+        );
+        reference.add(&r);
     }
-    Ok(runs)
+    Ok((ours, raw.map(|_| reference)))
 }
 
-/// CREATE runs on a fresh apiforge with `backend`, one per client count;
-/// also returns the served size of one object (to size the raw values).
-async fn create_on(settings: &Settings, backend: &Backend) -> anyhow::Result<(Vec<Runs>, usize)> {
+/// CREATE runs on a fresh apiforge with `backend`, one per client count.
+async fn create_on(settings: &Settings, backend: &Backend) -> anyhow::Result<Vec<Runs>> {
     let f = fresh(settings, backend).await?;
     let target = &f.server.target;
     let pad = pad_for_1kib(target, "default").await?;
@@ -632,7 +651,7 @@ async fn create_on(settings: &Settings, backend: &Backend) -> anyhow::Result<(Ve
         let (a, _) = compare(settings, &label, conns, target, None, op).await?;
         out.push(a);
     }
-    Ok((out, pad))
+    Ok(out)
 }
 
 async fn etcd_client(etcd: &Etcd) -> anyhow::Result<etcd_client::Client> {
@@ -644,30 +663,35 @@ async fn etcd_client(etcd: &Etcd) -> anyhow::Result<etcd_client::Client> {
 async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     const S: &str = "create";
     progress!("{S}: CREATE 1 KiB objects, 16 and 64 clients");
-    let (embedded, pad) = create_on(settings, &Backend::Embedded).await?;
+    let embedded = create_on(settings, &Backend::Embedded).await?;
     let mut etcd_runs = None;
     let mut raw_runs = None;
     if settings.etcd {
+        // apiforge on etcd and the raw etcd reference share one etcd and
+        // take turns, run by run.
         let etcd = Etcd::start().await?;
-        let (runs, _) = create_on(settings, &Backend::Etcd(etcd.url.clone())).await?;
-        etcd_runs = Some(runs);
+        let f = fresh(settings, &Backend::Etcd(etcd.url.clone())).await?;
+        let target = &f.server.target;
+        let pad = pad_for_1kib(target, "default").await?;
         let client = etcd_client(&etcd).await?;
         let value = flunder("raw-create-object", pad, &[]).to_vec();
-        let mut raw = Vec::new();
+        let (mut ours, mut raw) = (Vec::new(), Vec::new());
         for conns in CREATE_CLIENTS {
-            let op =
+            let op = Arc::new(CreateOp {
+                path: collection("default"),
+                pad,
+                next: AtomicU64::new(0),
+                prefix: format!("c{conns}-"),
+            });
+            let raw_op =
                 etcd_raw::RawCreate::new(client.clone(), format!("/raw/c{conns}/"), value.clone());
-            let call = Arc::new(move |_worker: usize| op.clone().call());
-            raw.push(
-                repeat_fn(
-                    settings,
-                    &format!("raw etcd create {conns} clients"),
-                    conns,
-                    call,
-                )
-                .await?,
-            );
+            let call: RawCall = Arc::new(move |_worker: usize| raw_op.clone().call().boxed());
+            let label = format!("create etcd {conns} clients");
+            let (a, b) = compare_with_raw(settings, &label, conns, target, op, Some(call)).await?;
+            ours.push(a);
+            raw.extend(b);
         }
+        etcd_runs = Some(ours);
         raw_runs = Some(raw);
     }
     let mut out = Vec::new();
@@ -809,10 +833,14 @@ struct UpdateResult {
     conflicts: u64,
 }
 
+/// UPDATE runs on a fresh apiforge with `backend`, alternating with the
+/// `raw` etcd reference when there is one (whose runs are also returned);
+/// also returns the served size of one object (to size the raw values).
 async fn update_on(
     settings: &Settings,
     backend: &Backend,
-) -> anyhow::Result<(UpdateResult, usize)> {
+    raw: Option<RawCall>,
+) -> anyhow::Result<(UpdateResult, Option<Runs>, usize)> {
     let f = fresh(settings, backend).await?;
     let target = &f.server.target;
     let ns = "default";
@@ -840,7 +868,8 @@ async fn update_on(
         conflicts: AtomicU64::new(0),
     });
     let label = format!("update {}", backend.name());
-    let (runs, _) = compare(settings, &label, UPDATE_CLIENTS, target, None, op.clone()).await?;
+    let (runs, raw_runs) =
+        compare_with_raw(settings, &label, UPDATE_CLIENTS, target, op.clone(), raw).await?;
     let (mut lost, mut extra) = (0u64, 0u64);
     for i in 0..UPDATE_CLIENTS {
         let reply = conn.get(&op.path(i)).await?.ok().with_context(|| {
@@ -861,7 +890,7 @@ async fn update_on(
         extra,
         conflicts: op.conflicts.load(Ordering::Relaxed),
     };
-    Ok((result, pad))
+    Ok((result, raw_runs, pad))
 }
 
 async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
@@ -869,22 +898,24 @@ async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     progress!(
         "{S}: PUT with resourceVersion preconditions, {UPDATE_CLIENTS} clients on {UPDATE_CLIENTS} objects"
     );
-    let (embedded, pad) = update_on(settings, &Backend::Embedded).await?;
+    let (embedded, _, pad) = update_on(settings, &Backend::Embedded, None).await?;
     let mut on_etcd = None;
     let mut raw = None;
     if settings.etcd {
+        // apiforge on etcd and the raw compare-and-swap share one etcd and
+        // take turns, run by run.
         let etcd = Etcd::start().await?;
-        let (r, _) = update_on(settings, &Backend::Etcd(etcd.url.clone())).await?;
-        on_etcd = Some(r);
         let client = etcd_client(&etcd).await?;
         let value = flunder("raw-update-object", pad, &[(COUNTER, "0".into())]).to_vec();
         let op = etcd_raw::RawUpdate::setup(client, "/raw/u/", UPDATE_CLIENTS, value).await?;
-        let call = {
+        let call: RawCall = {
             let op = op.clone();
-            Arc::new(move |worker: usize| op.clone().call(worker))
+            Arc::new(move |worker: usize| op.clone().call(worker).boxed())
         };
-        let runs = repeat_fn(settings, "raw etcd CAS", UPDATE_CLIENTS, call).await?;
-        raw = Some((runs, op.conflicts.load(Ordering::Relaxed)));
+        let (r, raw_runs, _) =
+            update_on(settings, &Backend::Etcd(etcd.url.clone()), Some(call)).await?;
+        on_etcd = Some(r);
+        raw = raw_runs.map(|runs| (runs, op.conflicts.load(Ordering::Relaxed)));
     }
     let raw_rate = raw.as_ref().map(|(r, _)| r.rate());
     let raw_p99 = raw.as_ref().map(|(r, _)| r.p99());

@@ -45,6 +45,10 @@ impl Plugin for BanFlunder {
         operation == Operation::Create
     }
 
+    fn handles_group(&self, group: &str) -> bool {
+        group == GROUP
+    }
+
     async fn admit(&self, attrs: &mut Attributes, ctx: &Context) -> Result<(), Error> {
         // A Flunder with only generateName has no name yet: never banned.
         if !attrs.is_kind(GROUP, "Flunder") || attrs.name.is_empty() {

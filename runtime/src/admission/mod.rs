@@ -321,6 +321,13 @@ pub trait Plugin: Send + Sync + 'static {
         true
     }
 
+    /// Whether the plugin looks at objects of this API group (`""` for
+    /// core) at all; by default it looks at every group. A chain none of
+    /// whose plugins look at a request skips building its attributes.
+    fn handles_group(&self, _group: &str) -> bool {
+        true
+    }
+
     /// Mutating admission: may change `attrs.object` or reject.
     async fn admit(&self, _attrs: &mut Attributes, _ctx: &Context) -> Result<(), Error> {
         Ok(())
@@ -527,11 +534,19 @@ impl Chain {
         &self.plugins
     }
 
+    /// Whether any plugin looks at `operation` on objects of `group`.
+    pub fn wants(&self, operation: Operation, group: &str) -> bool {
+        self.plugins
+            .0
+            .iter()
+            .any(|p| p.handles(operation) && p.handles_group(group))
+    }
+
     /// Runs every mutating hook, in order; the first rejection wins.
     pub async fn admit(&self, attrs: &mut Attributes) -> ApiResult<()> {
         let op = attrs.operation();
         for p in &self.plugins.0 {
-            if p.handles(op) {
+            if p.handles(op) && p.handles_group(&attrs.group) {
                 p.admit(attrs, &self.ctx).await?;
             }
         }
@@ -542,7 +557,7 @@ impl Chain {
     pub async fn validate(&self, attrs: &Attributes) -> ApiResult<()> {
         let op = attrs.operation();
         for p in &self.plugins.0 {
-            if p.handles(op) {
+            if p.handles(op) && p.handles_group(&attrs.group) {
                 p.validate(attrs, &self.ctx).await?;
             }
         }

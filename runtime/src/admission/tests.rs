@@ -21,6 +21,8 @@ struct Recorder {
     log: Arc<Mutex<Vec<String>>>,
     reject_validate: bool,
     ops: Option<Operation>,
+    /// The only API group it looks at (`None`: every group).
+    group: Option<&'static str>,
 }
 
 #[async_trait]
@@ -31,6 +33,10 @@ impl Plugin for Recorder {
 
     fn handles(&self, operation: Operation) -> bool {
         self.ops.is_none_or(|op| op == operation)
+    }
+
+    fn handles_group(&self, group: &str) -> bool {
+        self.group.is_none_or(|g| g == group)
     }
 
     async fn admit(&self, attrs: &mut Attributes, _: &Context) -> Result<(), Error> {
@@ -62,6 +68,7 @@ fn recorder(name: &'static str, log: &Arc<Mutex<Vec<String>>>) -> Recorder {
         log: log.clone(),
         reject_validate: false,
         ops: None,
+        group: None,
     }
 }
 
@@ -133,6 +140,54 @@ async fn first_rejection_wins_and_unhandled_operations_are_skipped() {
         "things.g.example.com \"t\" is forbidden: nope"
     );
     assert_eq!(*log.lock().unwrap(), strings(&["Deny.validate"]));
+}
+
+#[tokio::test]
+async fn plugins_see_only_the_groups_they_handle() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = AdmissionRegistry::new();
+    reg.register(
+        Recorder {
+            group: Some("rbac.authorization.k8s.io"),
+            ..recorder("Rbac", &log)
+        },
+        true,
+    )
+    .register(
+        Recorder {
+            ops: Some(Operation::Create),
+            ..recorder("OnCreate", &log)
+        },
+        true,
+    );
+    let chain = Chain::new(reg.select(&[], &[]).unwrap(), Arc::new(NoLookup));
+    assert!(chain.wants(Operation::Update, "rbac.authorization.k8s.io"));
+    assert!(chain.wants(Operation::Create, "g.example.com"));
+    // Nobody looks at updates outside RBAC: the registry skips admission.
+    assert!(!chain.wants(Operation::Update, "g.example.com"));
+    for (op, group) in [
+        (Operation::Update, "g.example.com"),
+        (Operation::Create, "g.example.com"),
+        (Operation::Update, "rbac.authorization.k8s.io"),
+    ] {
+        let mut attrs = Attributes {
+            operation: Some(op),
+            group: group.into(),
+            object: Some(json!({"metadata": {"name": "x"}})),
+            ..Default::default()
+        };
+        chain.admit(&mut attrs).await.unwrap();
+        chain.validate(&attrs).await.unwrap();
+    }
+    assert_eq!(
+        *log.lock().unwrap(),
+        strings(&[
+            "OnCreate.admit dry_run=false",
+            "OnCreate.validate",
+            "Rbac.admit dry_run=false",
+            "Rbac.validate"
+        ])
+    );
 }
 
 #[test]

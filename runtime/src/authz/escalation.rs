@@ -86,6 +86,10 @@ impl Plugin for EscalationCheck {
         matches!(operation, Operation::Create | Operation::Update)
     }
 
+    fn handles_group(&self, group: &str) -> bool {
+        group == GROUP
+    }
+
     async fn validate(&self, attrs: &admission::Attributes, _ctx: &Context) -> Result<(), Error> {
         // Writes without a requesting user are the server's own (bootstrap
         // policy, controllers).

@@ -18,7 +18,7 @@ use super::{Store, metadata_mut};
 use crate::admission::{self, Attributes, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::meta::{Status, Time};
-use crate::storage::{self, KeyValue, WriteOutcome};
+use crate::storage::{self, KeyValue, Revision, WriteOutcome};
 
 /// What a DELETE did.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,7 +112,7 @@ impl Store {
         old: Option<&Value>,
         dry_run: bool,
     ) -> ApiResult<Value> {
-        if self.admission.plugins().is_empty() {
+        if !self.admission.wants(operation, self.info.group) {
             return Ok(object);
         }
         let mut attrs = self.attributes(
@@ -143,7 +143,7 @@ impl Store {
         name: &str,
         dry_run: bool,
     ) -> ApiResult<()> {
-        if self.admission.plugins().is_empty() {
+        if !self.admission.wants(Operation::Delete, self.info.group) {
             return Ok(());
         }
         let mut attrs = self.attributes(Operation::Delete, namespace, name, None, None, dry_run);
@@ -160,7 +160,7 @@ impl Store {
         old: Option<&Value>,
         dry_run: bool,
     ) -> ApiResult<()> {
-        if self.admission.plugins().is_empty() {
+        if !self.admission.wants(operation, self.info.group) {
             return Ok(());
         }
         let attrs = self.attributes(
@@ -236,25 +236,31 @@ impl Store {
         if dry_run {
             return Ok(Graceful::Pending(marked));
         }
-        let value = self.encode(&marked)?;
+        let encoded = self.encode(&marked)?;
         match self
             .storage
-            .update(key, current.mod_revision, value)
+            .update(key, current.mod_revision, encoded.bytes.clone())
             .await?
         {
-            WriteOutcome::Done(kv) => Ok(Graceful::Pending(self.decode(&kv)?)),
+            WriteOutcome::Done(kv) => {
+                Ok(Graceful::Pending(self.written(encoded, kv.mod_revision)?))
+            }
             WriteOutcome::Conflict(_) => Ok(Graceful::Retry),
         }
     }
 
     /// After an update was written: an object being deleted whose last
     /// finalizer is gone leaves storage. Returns the updated object.
-    pub(super) async fn after_update(&self, key: &str, kv: KeyValue) -> ApiResult<Value> {
-        let obj = self.decode(&kv)?;
+    pub(super) async fn after_update(
+        &self,
+        key: &str,
+        obj: Value,
+        revision: Revision,
+    ) -> ApiResult<Value> {
         if !Self::is_deleting(&obj) || self.has_finalizers(&obj) {
             return Ok(obj);
         }
-        match self.storage.delete(key, Some(kv.mod_revision)).await {
+        match self.storage.delete(key, Some(revision)).await {
             // Changed or gone meanwhile: whoever changed it decides.
             Ok(_) | Err(storage::Error::NotFound(_)) => Ok(obj),
             Err(e) => Err(e.into()),
@@ -282,13 +288,19 @@ impl Store {
             if !change(&mut obj) {
                 return Ok(Some(obj));
             }
-            let value = self.encode(&obj)?;
+            let encoded = self.encode(&obj)?;
             match self
                 .storage
-                .update(&key, current.mod_revision, value)
+                .update(&key, current.mod_revision, encoded.bytes.clone())
                 .await?
             {
-                WriteOutcome::Done(kv) => return self.after_update(&key, kv).await.map(Some),
+                WriteOutcome::Done(kv) => {
+                    let obj = self.written(encoded, kv.mod_revision)?;
+                    return self
+                        .after_update(&key, obj, kv.mod_revision)
+                        .await
+                        .map(Some);
+                }
                 WriteOutcome::Conflict(_) => continue,
             }
         }

@@ -232,14 +232,25 @@ impl Store {
     }
 
     /// Encodes a hub object for storage (storage version, no resourceVersion).
-    fn encode(&self, hub: &Value) -> ApiResult<Bytes> {
+    fn encode(&self, hub: &Value) -> ApiResult<Encoded> {
         let mut stored = self.kind.to_storage(hub).map_err(Self::decode_err)?;
         if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
         }
-        Ok(Bytes::from(
-            serde_json::to_vec(&stored).map_err(|e| Status::internal(e.to_string()))?,
-        ))
+        let bytes =
+            Bytes::from(serde_json::to_vec(&stored).map_err(|e| Status::internal(e.to_string()))?);
+        Ok(Encoded { bytes, stored })
+    }
+
+    /// The hub form of an object written as `encoded` at `revision`: what
+    /// reading it back would give, without parsing the written bytes again.
+    fn written(&self, encoded: Encoded, revision: Revision) -> ApiResult<Value> {
+        let mut hub = self
+            .kind
+            .from_storage(encoded.stored)
+            .map_err(Self::decode_err)?;
+        set_resource_version(&mut hub, revision);
+        Ok(hub)
     }
 
     /// Decodes a stored key-value into the hub form with its resourceVersion.
@@ -368,7 +379,7 @@ impl Store {
             )
             .await?;
             self.warn_create(&hub)?;
-            let value = self.encode(&hub)?;
+            let encoded = self.encode(&hub)?;
             let key = self.key(namespace, &name);
             if dry_run {
                 return match self.storage.get(&key, 0).await? {
@@ -378,8 +389,8 @@ impl Store {
                     None => self.round_trip(&hub),
                 };
             }
-            match self.storage.create(&key, value).await {
-                Ok(kv) => return self.decode(&kv),
+            match self.storage.create(&key, encoded.bytes.clone()).await {
+                Ok(kv) => return self.written(encoded, kv.mod_revision),
                 Err(storage::Error::AlreadyExists(_)) if attempts > 1 => continue,
                 Err(storage::Error::AlreadyExists(_)) => {
                     return Err(
@@ -394,10 +405,10 @@ impl Store {
 
     /// What storing and reading back `hub` would give (used by dry runs).
     fn round_trip(&self, hub: &Value) -> ApiResult<Value> {
-        let bytes = self.encode(hub)?;
-        let stored: Value =
-            serde_json::from_slice(&bytes).map_err(|e| Status::internal(e.to_string()))?;
-        self.kind.from_storage(stored).map_err(Self::decode_err)
+        let encoded = self.encode(hub)?;
+        self.kind
+            .from_storage(encoded.stored)
+            .map_err(Self::decode_err)
     }
 
     /// Reads one object. `resource_version`: `None` = most recent
@@ -783,20 +794,27 @@ impl Store {
                 set_resource_version(&mut out, current.revision);
                 return Ok((out, false));
             }
-            let value = self.encode(&new)?;
+            let encoded = self.encode(&new)?;
             // Like kube-apiserver's storage, an update that would store the
             // same bytes writes nothing: the object keeps its
             // resourceVersion (kubectl then reports "(no change)"). Only
             // the stored bytes can tell, so a cached start that looks
             // unchanged is checked against storage.
             match &current.stored {
-                Some(stored) if value == *stored => return Ok((old, false)),
+                Some(stored) if encoded.bytes == *stored => return Ok((old, false)),
                 Some(_) => {}
                 None if same_object(&new, &old) => continue,
                 None => {}
             }
-            match self.storage.update(&key, current.revision, value).await? {
-                WriteOutcome::Done(kv) => return Ok((self.after_update(&key, kv).await?, false)),
+            match self
+                .storage
+                .update(&key, current.revision, encoded.bytes.clone())
+                .await?
+            {
+                WriteOutcome::Done(kv) => {
+                    let obj = self.written(encoded, kv.mod_revision)?;
+                    return Ok((self.after_update(&key, obj, kv.mod_revision).await?, false));
+                }
                 // The cached copy was stale, or someone wrote meanwhile:
                 // storage decides.
                 WriteOutcome::Conflict(_) if current.stored.is_none() => continue,
@@ -1156,6 +1174,14 @@ fn cached_object(
             hub,
         )),
     }
+}
+
+/// An object encoded for storage.
+struct Encoded {
+    /// The bytes to write.
+    bytes: Bytes,
+    /// The storage-version value `bytes` serialize (no resourceVersion).
+    stored: Value,
 }
 
 /// The state a guaranteed update starts from.
