@@ -687,6 +687,8 @@ async fn written_objects_read_back_byte_for_byte() {
         )
         .await;
         assert_eq!(created.code, 201, "{}", created.text());
+        let read = get(&client, &path).await;
+        assert_eq!(read.text(), created.text(), "GET {path} after the create");
         let mut changed = created.json();
         changed["metadata"]["labels"]["step"] = json!("updated");
         let updated = send(&client, "PUT", &path, "application/json", Some(changed)).await;

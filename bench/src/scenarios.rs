@@ -1096,6 +1096,7 @@ async fn watch_once(settings: &Settings) -> anyhow::Result<WatchRun> {
         .to_string();
     let watch_path = format!("{path}?watch=true&resourceVersion={rv}&timeoutSeconds=3600");
     let rss_before = f.server.rss()?;
+    let terminated_before = terminated_watchers(&mut conn).await?;
 
     let (total_tx, total_rx) = tokio::sync::watch::channel(None::<u64>);
     let open = Arc::new(Semaphore::new(32));
@@ -1227,11 +1228,19 @@ async fn watch_once(settings: &Settings) -> anyhow::Result<WatchRun> {
         }
         let _ = hist.add(&rep.hist);
     }
-    // The stalled watcher: dropped if its stream ends (it cannot have all
-    // events buffered in 4 KiB + the server's queue).
+    // The stalled watcher cannot have all events buffered in 4 KiB + the
+    // server's queue: the server must have dropped it. Its own count of
+    // dropped watchers says so exactly; a dropped watcher that did not get
+    // every event is not complete, so more drops than incomplete watchers
+    // include the stalled one. (Reading the stalled stream to its end, as
+    // this check did before, depends on how soon TCP reopens a zero window.)
+    let dropped = terminated_watchers(&mut Conn::connect(target).await?)
+        .await?
+        .saturating_sub(terminated_before);
+    let stalled_dropped = dropped > (settings.watchers as u64).saturating_sub(complete);
     let mut body = stalled.into_body();
     let mut stalled_events = 0u64;
-    let stalled_dropped = loop {
+    let stream_ended = loop {
         match tokio::time::timeout(Duration::from_secs(1), body.frame()).await {
             Err(_) => break false,
             Ok(None) | Ok(Some(Err(_))) => break true,
@@ -1243,7 +1252,7 @@ async fn watch_once(settings: &Settings) -> anyhow::Result<WatchRun> {
         }
     };
     progress!(
-        "  writes {writes} ({write_rate:.0}/s; CPU cores busy: server {server_cpu:.2}, bench {bench_cpu:.2}); complete watchers {complete}/{}; stalled watcher got {stalled_events} events, dropped: {stalled_dropped}",
+        "  writes {writes} ({write_rate:.0}/s; CPU cores busy: server {server_cpu:.2}, bench {bench_cpu:.2}); complete watchers {complete}/{}; watchers dropped by the server: {dropped}; stalled watcher got {stalled_events} events, its stream ended: {stream_ended}",
         settings.watchers
     );
     drop(stalled_conn);
@@ -1259,6 +1268,19 @@ async fn watch_once(settings: &Settings) -> anyhow::Result<WatchRun> {
         bench_cpu,
         first_error,
     })
+}
+
+/// The server's `apiserver_terminated_watchers_total` for Flunders (0
+/// before it first drops one).
+async fn terminated_watchers(conn: &mut Conn) -> anyhow::Result<u64> {
+    const SERIES: &str =
+        "apiserver_terminated_watchers_total{resource=\"flunders.wardle.example.com\"} ";
+    let body = conn.get("/metrics").await?.ok()?;
+    let text = std::str::from_utf8(&body).context("/metrics is not UTF-8")?;
+    match text.lines().find_map(|l| l.strip_prefix(SERIES)) {
+        Some(v) => Ok(v.trim().parse::<f64>().context("counter value")? as u64),
+        None => Ok(0),
+    }
 }
 
 /// Fewer events than this cannot overflow what a stalled watcher's events

@@ -56,6 +56,9 @@ pub struct Metrics {
     pub registered_watchers: IntGaugeVec,
     /// `apiserver_storage_objects{resource}` (set when scraped).
     pub storage_objects: IntGaugeVec,
+    /// `apiserver_terminated_watchers_total{resource}`: watchers the watch
+    /// cache closed because they fell too far behind.
+    pub terminated_watchers: IntCounterVec,
     /// `etcd_request_duration_seconds{operation,type}`: storage calls, for
     /// either backend.
     pub storage_request_duration: HistogramVec,
@@ -120,6 +123,13 @@ fn build() -> Result<Metrics, prometheus::Error> {
         ),
         &["resource"],
     )?;
+    let terminated_watchers = IntCounterVec::new(
+        Opts::new(
+            "apiserver_terminated_watchers_total",
+            "Counter of watchers closed due to unresponsiveness broken by resource type.",
+        ),
+        &["resource"],
+    )?;
     let storage_request_duration = HistogramVec::new(
         HistogramOpts::new(
             "etcd_request_duration_seconds",
@@ -167,6 +177,7 @@ fn build() -> Result<Metrics, prometheus::Error> {
     registry.register(Box::new(longrunning_requests.clone()))?;
     registry.register(Box::new(registered_watchers.clone()))?;
     registry.register(Box::new(storage_objects.clone()))?;
+    registry.register(Box::new(terminated_watchers.clone()))?;
     registry.register(Box::new(storage_request_duration.clone()))?;
     for kind in [READ_ONLY, MUTATING] {
         current_inflight_requests.with_label_values(&[kind]).set(0);
@@ -179,6 +190,7 @@ fn build() -> Result<Metrics, prometheus::Error> {
         longrunning_requests,
         registered_watchers,
         storage_objects,
+        terminated_watchers,
         storage_request_duration,
         flowcontrol_dispatched,
         flowcontrol_rejected,

@@ -48,6 +48,10 @@ pub struct CacheOptions {
     /// `<resource>.<group>` (just `<resource>` for the core group); 0 turns
     /// the watch cache off for that resource.
     pub sizes: HashMap<String, usize>,
+    /// The cached resource as its metrics name it (`<resource>.<group>`,
+    /// just `<resource>` for the core group); the registry sets it per
+    /// store.
+    pub resource: String,
 }
 
 impl Default for CacheOptions {
@@ -59,6 +63,7 @@ impl Default for CacheOptions {
             freshness_timeout: Duration::from_secs(3),
             snapshots: 64,
             sizes: HashMap::new(),
+            resource: String::new(),
         }
     }
 }
@@ -649,6 +654,10 @@ impl WatchCache {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     tracing::warn!(watcher = slot.id, prefix = %slot.prefix, "watcher fell behind and was closed");
+                    crate::metrics::global()
+                        .terminated_watchers
+                        .with_label_values(&[self.opts.resource.as_str()])
+                        .inc();
                     false
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => false,

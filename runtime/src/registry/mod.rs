@@ -158,6 +158,7 @@ impl Store {
                 }
                 opts.window = *size;
             }
+            opts.resource = resource.clone();
             let decoder_kind = kind.clone();
             let rehydrate = rehydrate(&kind);
             Some(caches.get_or_start(

@@ -97,6 +97,13 @@ async fn slow_watcher_is_dropped_while_1000_others_keep_up() {
     });
     let cache = f.store.cache().unwrap().clone();
     cache.wait_consistent().await.unwrap();
+    let terminated = || {
+        crate::metrics::global()
+            .terminated_watchers
+            .with_label_values(&["namespaces"])
+            .get()
+    };
+    let terminated_before = terminated();
     let rev = cache.revision();
     let mut tasks = Vec::new();
     for _ in 0..1000 {
@@ -144,6 +151,11 @@ async fn slow_watcher_is_dropped_while_1000_others_keep_up() {
         }
     }
     assert!(got <= 32, "slow watcher received {got}");
+    // ... and kube-apiserver's metric counts it.
+    assert!(
+        terminated() > terminated_before,
+        "apiserver_terminated_watchers_total did not count the dropped watcher"
+    );
 }
 
 #[tokio::test]
