@@ -249,20 +249,31 @@ impl Store {
         }
     }
 
-    /// After an update was written: an object being deleted whose last
-    /// finalizer is gone leaves storage. Returns the updated object.
-    pub(super) async fn after_update(
+    /// Writes `encoded` over the object at `key` if it is still at
+    /// `revision`. Returns the written object, or `None` when the object
+    /// changed meanwhile (a failed compare-and-swap). An object being
+    /// deleted whose last finalizer is gone then leaves storage.
+    pub(super) async fn write_update(
         &self,
         key: &str,
-        obj: Value,
         revision: Revision,
-    ) -> ApiResult<Value> {
+        encoded: super::Encoded,
+    ) -> ApiResult<Option<Value>> {
+        let kv = match self
+            .storage
+            .update(key, revision, encoded.bytes.clone())
+            .await?
+        {
+            WriteOutcome::Done(kv) => kv,
+            WriteOutcome::Conflict(_) => return Ok(None),
+        };
+        let obj = self.written(encoded, kv.mod_revision)?;
         if !Self::is_deleting(&obj) || self.has_finalizers(&obj) {
-            return Ok(obj);
+            return Ok(Some(obj));
         }
-        match self.storage.delete(key, Some(revision)).await {
+        match self.storage.delete(key, Some(kv.mod_revision)).await {
             // Changed or gone meanwhile: whoever changed it decides.
-            Ok(_) | Err(storage::Error::NotFound(_)) => Ok(obj),
+            Ok(_) | Err(storage::Error::NotFound(_)) => Ok(Some(obj)),
             Err(e) => Err(e.into()),
         }
     }
@@ -289,19 +300,11 @@ impl Store {
                 return Ok(Some(obj));
             }
             let encoded = self.encode(&obj)?;
-            match self
-                .storage
-                .update(&key, current.mod_revision, encoded.bytes.clone())
+            if let Some(written) = self
+                .write_update(&key, current.mod_revision, encoded)
                 .await?
             {
-                WriteOutcome::Done(kv) => {
-                    let obj = self.written(encoded, kv.mod_revision)?;
-                    return self
-                        .after_update(&key, obj, kv.mod_revision)
-                        .await
-                        .map(Some);
-                }
-                WriteOutcome::Conflict(_) => continue,
+                return Ok(Some(written));
             }
         }
     }

@@ -387,7 +387,10 @@ impl Store {
                     Some(_) => {
                         Err(Status::already_exists(self.info.group, self.info.plural, &name).into())
                     }
-                    None => self.round_trip(&hub),
+                    None => self
+                        .kind
+                        .from_storage(encoded.stored)
+                        .map_err(Self::decode_err),
                 };
             }
             match self.storage.create(&key, encoded.bytes.clone()).await {
@@ -807,20 +810,12 @@ impl Store {
                 None if same_object(&new, &old) => continue,
                 None => {}
             }
-            match self
-                .storage
-                .update(&key, current.revision, encoded.bytes.clone())
-                .await?
-            {
-                WriteOutcome::Done(kv) => {
-                    let obj = self.written(encoded, kv.mod_revision)?;
-                    return Ok((self.after_update(&key, obj, kv.mod_revision).await?, false));
-                }
+            match self.write_update(&key, current.revision, encoded).await? {
+                Some(obj) => return Ok((obj, false)),
                 // The cached copy was stale, or someone wrote meanwhile:
                 // storage decides.
-                WriteOutcome::Conflict(_) if current.stored.is_none() => continue,
-                WriteOutcome::Conflict(_) if requested_rv.is_empty() => continue,
-                WriteOutcome::Conflict(_) => return Err(self.conflict(name)),
+                None if current.stored.is_none() || requested_rv.is_empty() => continue,
+                None => return Err(self.conflict(name)),
             }
         }
     }
