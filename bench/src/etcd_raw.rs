@@ -1,12 +1,25 @@
 //! The raw etcd references: what an etcd client does for a create and a
 //! compare-and-swap update without any API server in between, so that
-//! apiforge's etcd backend can be compared with the store underneath it.
+//! apiforge's etcd backend can be compared with the store underneath it;
+//! and the bare etcd proxy ([`EtcdProxy`]), the same storage work behind
+//! an HTTPS server that does nothing else.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, bail};
-use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
+use bytes::Bytes;
+use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp, TxnOpResponse, WatchOptions};
+use futures::FutureExt;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use tokio::task::JoinHandle;
+
+#[cfg(doc)]
+use crate::reference::Reference;
+use crate::reference::{Handler, json_response};
 
 /// Creates keys `{prefix}{n}` if absent, as kube-apiserver's etcd3 store
 /// does: one transaction comparing the key's create revision with 0 and
@@ -115,5 +128,148 @@ impl RawUpdate {
                 .with_context(|| format!("{key} vanished"))?;
             seen.store(current, Ordering::Relaxed);
         }
+    }
+}
+
+/// The floor of any API server on etcd: an HTTPS server on apiforge's own
+/// TLS and HTTP stack ([`Reference::serve`]) that does nothing but the
+/// storage work a request needs, with a watch on its prefix as a watch
+/// cache keeps.
+///
+/// - `POST` creates `{prefix}{n}` with the request body (the create
+///   transaction of [`RawCreate`]) and answers 201 with the body;
+/// - `PUT path` writes the body to `{prefix}{path}` by compare-and-swap on
+///   the mod revision the proxy last wrote there (on a failed compare it
+///   reads the current one and tries again, like [`RawUpdate`]) and answers
+///   200 with the body;
+/// - `GET path` answers the value of `{prefix}{path}`, or 404.
+///
+/// There is no authentication, admission, decoding or validation, and the
+/// watch only receives its events: what it measures is the transport (TLS,
+/// HTTP, gRPC) and etcd's own work including its watch, which every API
+/// server on this stack pays.
+pub(crate) struct EtcdProxy {
+    /// The request handler, for [`Reference::serve`].
+    pub(crate) handler: Handler,
+    watch: JoinHandle<()>,
+}
+
+impl Drop for EtcdProxy {
+    fn drop(&mut self) {
+        self.watch.abort();
+    }
+}
+
+/// What the proxy's requests share.
+struct ProxyState {
+    client: Client,
+    prefix: String,
+    next: AtomicU64,
+    /// The mod revision the proxy last wrote to each key.
+    revisions: Mutex<HashMap<String, i64>>,
+}
+
+impl EtcdProxy {
+    /// Opens the watch on `prefix` and builds the handler.
+    pub(crate) async fn start(client: Client, prefix: String) -> anyhow::Result<EtcdProxy> {
+        let mut stream = client
+            .watch_client()
+            .watch(prefix.as_str(), Some(WatchOptions::new().with_prefix()))
+            .await
+            .context("opening the proxy's watch")?;
+        let watch = tokio::spawn(async move { while let Ok(Some(_)) = stream.message().await {} });
+        let state = Arc::new(ProxyState {
+            client,
+            prefix,
+            next: AtomicU64::new(0),
+            revisions: Mutex::new(HashMap::new()),
+        });
+        let handler: Handler = Arc::new(move |req| {
+            let state = state.clone();
+            async move {
+                state.handle(req).await.unwrap_or_else(|e| {
+                    json_response(StatusCode::INTERNAL_SERVER_ERROR, e.to_string().into())
+                })
+            }
+            .boxed()
+        });
+        Ok(EtcdProxy { handler, watch })
+    }
+}
+
+impl ProxyState {
+    async fn handle(&self, req: Request<Incoming>) -> anyhow::Result<Response<Full<Bytes>>> {
+        let (parts, body) = req.into_parts();
+        let body = body.collect().await?.to_bytes();
+        let mut kv = self.client.kv_client();
+        match parts.method {
+            Method::POST => {
+                let key = format!(
+                    "{}{}",
+                    self.prefix,
+                    self.next.fetch_add(1, Ordering::Relaxed)
+                );
+                let txn = Txn::new()
+                    .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(key.as_str(), body.to_vec(), None)]);
+                if kv.txn(txn).await?.succeeded() {
+                    Ok(json_response(StatusCode::CREATED, body))
+                } else {
+                    Ok(json_response(StatusCode::CONFLICT, Bytes::new()))
+                }
+            }
+            Method::PUT => {
+                let key = format!("{}{}", self.prefix, parts.uri.path());
+                let mut rev = self.revision(&key);
+                loop {
+                    let txn = Txn::new()
+                        .when([Compare::mod_revision(key.as_str(), CompareOp::Equal, rev)])
+                        .and_then([TxnOp::put(key.as_str(), body.to_vec(), None)])
+                        .or_else([TxnOp::get(key.as_str(), None)]);
+                    let resp = kv.txn(txn).await?;
+                    if resp.succeeded() {
+                        let written = resp.header().context("txn without header")?.revision();
+                        self.remember(key, written);
+                        return Ok(json_response(StatusCode::OK, body));
+                    }
+                    rev = resp
+                        .op_responses()
+                        .into_iter()
+                        .find_map(|op| match op {
+                            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.mod_revision()),
+                            _ => None,
+                        })
+                        .unwrap_or(0);
+                }
+            }
+            Method::GET => {
+                let key = format!("{}{}", self.prefix, parts.uri.path());
+                let resp = kv.get(key.as_str(), None).await?;
+                Ok(match resp.kvs().first() {
+                    Some(found) => {
+                        self.remember(key, found.mod_revision());
+                        json_response(StatusCode::OK, Bytes::copy_from_slice(found.value()))
+                    }
+                    None => json_response(StatusCode::NOT_FOUND, Bytes::new()),
+                })
+            }
+            _ => Ok(json_response(StatusCode::METHOD_NOT_ALLOWED, Bytes::new())),
+        }
+    }
+
+    fn revision(&self, key: &str) -> i64 {
+        let map = self
+            .revisions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.get(key).copied().unwrap_or(0)
+    }
+
+    fn remember(&self, key: String, revision: i64) {
+        let mut map = self
+            .revisions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.insert(key, revision);
     }
 }

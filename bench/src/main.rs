@@ -112,14 +112,14 @@ async fn run(cli: Cli) -> std::process::ExitCode {
     let etcd =
         procs::supports_etcd(&cli.apiforge) && std::path::Path::new(procs::Etcd::BINARY).exists();
     let settings = Settings {
-        run: Duration::from_millis(if cli.quick { 1_200 } else { 10_000 }),
+        run: Duration::from_millis(if cli.quick { 1_000 } else { 10_000 }),
         warmup: Duration::from_millis(if cli.quick { 300 } else { 2_000 }),
         repeats: 3,
         list_objects: if cli.quick { 2_000 } else { 10_000 },
         big_objects: if cli.quick { 10_000 } else { 100_000 },
         watchers: 1_000,
         watch_write_rate: 200,
-        watch_duration: Duration::from_secs(if cli.quick { 5 } else { 30 }),
+        watch_duration: Duration::from_secs(if cli.quick { 4 } else { 30 }),
         binary: cli.apiforge.clone(),
         etcd,
     };

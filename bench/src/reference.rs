@@ -1,6 +1,8 @@
-//! The reference server: the same stack as apiforge (tokio-rustls with ring,
-//! hyper-util's auto HTTP/1.1 + HTTP/2 builder, the same certificate)
-//! answering every request from memory, with no API logic at all.
+//! The reference servers: the same stack as apiforge (tokio-rustls with ring,
+//! hyper-util's auto HTTP/1.1 + HTTP/2 builder, the same certificate) with
+//! no API logic at all. [`Reference::start`] answers every request from
+//! memory; [`Reference::serve`] hands each request to a handler (the bare
+//! etcd proxy of [`crate::etcd_raw::EtcdProxy`]).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -10,6 +12,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use bytes::Bytes;
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use http::{Request, Response, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -24,6 +28,10 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::client::{self, Target};
+
+/// Answers one request of a reference server.
+pub(crate) type Handler =
+    Arc<dyn Fn(Request<Incoming>) -> BoxFuture<'static, Response<Full<Bytes>>> + Send + Sync>;
 
 /// A running reference server; stopped on drop.
 pub(crate) struct Reference {
@@ -48,6 +56,27 @@ impl Reference {
         bodies: HashMap<String, Bytes>,
         default: Bytes,
     ) -> anyhow::Result<Reference> {
+        let bodies = Arc::new(bodies);
+        let handler: Handler = Arc::new(move |req: Request<Incoming>| {
+            let body = req
+                .uri()
+                .path_and_query()
+                .and_then(|pq| bodies.get(pq.as_str()))
+                .cloned()
+                .unwrap_or_else(|| default.clone());
+            async move { json_response(http::StatusCode::OK, body) }.boxed()
+        });
+        Self::serve(data_dir, apiforge, handler).await
+    }
+
+    /// Serves every request with `handler`, with the serving certificate of
+    /// the apiforge data dir `data_dir`, trusted through the same client
+    /// settings as `apiforge`.
+    pub(crate) async fn serve(
+        data_dir: &Path,
+        apiforge: &Target,
+        handler: Handler,
+    ) -> anyhow::Result<Reference> {
         let certs = CertificateDer::pem_file_iter(data_dir.join("apiserver.crt"))
             .context("reading apiserver.crt")?
             .collect::<Result<Vec<_>, _>>()?;
@@ -61,7 +90,6 @@ impl Reference {
         let acceptor = TlsAcceptor::from(Arc::new(cfg));
         let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let addr = listener.local_addr()?;
-        let bodies = Arc::new(bodies);
         let task = tokio::spawn(async move {
             let builder = auto::Builder::new(TokioExecutor::new());
             loop {
@@ -71,27 +99,13 @@ impl Reference {
                 let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
                 let builder = builder.clone();
-                let bodies = bodies.clone();
-                let default = default.clone();
+                let handler = handler.clone();
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
                     let service = service_fn(move |req: Request<Incoming>| {
-                        let body = req
-                            .uri()
-                            .path_and_query()
-                            .and_then(|pq| bodies.get(pq.as_str()))
-                            .cloned()
-                            .unwrap_or_else(|| default.clone());
-                        async move {
-                            let mut resp = Response::new(Full::new(body));
-                            resp.headers_mut().insert(
-                                header::CONTENT_TYPE,
-                                header::HeaderValue::from_static("application/json"),
-                            );
-                            Ok::<_, Infallible>(resp)
-                        }
+                        handler(req).map(Ok::<_, Infallible>)
                     });
                     let _ = builder
                         .serve_connection_with_upgrades(TokioIo::new(tls), service)
@@ -108,4 +122,15 @@ impl Reference {
             task,
         })
     }
+}
+
+/// A JSON response with `status` and `body`.
+pub(crate) fn json_response(status: http::StatusCode, body: Bytes) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(body));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    resp
 }

@@ -591,22 +591,45 @@ const CREATE_CLIENTS: [usize; 2] = [16, 64];
 type RawCall =
     Arc<dyn Fn(usize) -> futures::future::BoxFuture<'static, anyhow::Result<u64>> + Send + Sync>;
 
+/// The etcd references an etcd scenario takes turns with.
+struct EtcdRefs<O> {
+    /// The raw etcd client call.
+    raw: RawCall,
+    /// The bare etcd proxy ([`etcd_raw::EtcdProxy`]) and the operation that
+    /// drives it.
+    proxy: (Target, Arc<O>),
+}
+
+/// What the etcd references measured.
+#[derive(Default)]
+struct RefRuns {
+    raw: Runs,
+    proxy: Runs,
+}
+
 /// Warms up, then runs `op` against apiforge at `target` `settings.repeats`
-/// times; with `raw` (a raw etcd reference), alternates with it run by
-/// run, so that drift in etcd's speed during the scenario weighs on both
-/// sides alike.
+/// times; with `refs` (the etcd references), alternates with them run by
+/// run (apiforge, the bare proxy, raw etcd), so that drift in etcd's speed
+/// during the scenario weighs on all sides alike.
 async fn compare_with_raw<O: Op>(
     settings: &Settings,
     label: &str,
     workers: usize,
     target: &Target,
     op: Arc<O>,
-    raw: Option<RawCall>,
-) -> anyhow::Result<(Runs, Option<Runs>)> {
-    let (mut ours, mut reference) = (Runs::default(), Runs::default());
+    refs: Option<EtcdRefs<O>>,
+) -> anyhow::Result<(Runs, Option<RefRuns>)> {
+    let (mut ours, mut reference) = (Runs::default(), RefRuns::default());
     load::run(target, workers, settings.warmup, op.clone()).await?;
-    if let Some(raw) = &raw {
-        load::run_fn(workers, settings.warmup, raw.clone()).await?;
+    if let Some(refs) = &refs {
+        load::run(
+            &refs.proxy.0,
+            workers,
+            settings.warmup,
+            refs.proxy.1.clone(),
+        )
+        .await?;
+        load::run_fn(workers, settings.warmup, refs.raw.clone()).await?;
     }
     for i in 0..settings.repeats {
         let r = load::run(target, workers, settings.run, op.clone()).await?;
@@ -619,8 +642,18 @@ async fn compare_with_raw<O: Op>(
             r.quantile_ms(0.99)
         );
         ours.add(&r);
-        let Some(raw) = &raw else { continue };
-        let r = load::run_fn(workers, settings.run, raw.clone()).await?;
+        let Some(refs) = &refs else { continue };
+        let r = load::run(&refs.proxy.0, workers, settings.run, refs.proxy.1.clone()).await?;
+        check(&format!("{label} (bare etcd proxy)"), &r)?;
+        progress!(
+            "  {label} run {}/{}: bare proxy {:.0} ops/s, p99 {:.2} ms",
+            i + 1,
+            settings.repeats,
+            r.rate(),
+            r.quantile_ms(0.99)
+        );
+        reference.proxy.add(&r);
+        let r = load::run_fn(workers, settings.run, refs.raw.clone()).await?;
         check(&format!("{label} (raw etcd)"), &r)?;
         progress!(
             "  {label} run {}/{}: raw etcd {:.0} ops/s, p99 {:.2} ms",
@@ -629,9 +662,35 @@ async fn compare_with_raw<O: Op>(
             r.rate(),
             r.quantile_ms(0.99)
         );
-        reference.add(&r);
+        reference.raw.add(&r);
     }
-    Ok((ours, raw.map(|_| reference)))
+    Ok((ours, refs.map(|_| reference)))
+}
+
+/// The informational figures of the bare etcd proxy: its `what` against raw
+/// etcd (`raw_name`), and apiforge's (`ours`) against the proxy's.
+fn floor_figures(
+    scenario: &str,
+    what: &str,
+    ours: &Runs,
+    refs: &RefRuns,
+    raw_name: &str,
+) -> [Figure; 2] {
+    let mut proxy = Figure::new(
+        scenario,
+        &format!("bare etcd proxy {what} (ref: {raw_name})"),
+        refs.proxy.rate(),
+        Goal::Info,
+    );
+    proxy.reference = Some(refs.raw.rate());
+    let mut vs_proxy = Figure::new(
+        scenario,
+        &format!("etcd backend {what} (ref: bare etcd proxy)"),
+        ours.rate(),
+        Goal::Info,
+    );
+    vs_proxy.reference = Some(refs.proxy.rate());
+    [proxy, vs_proxy]
 }
 
 /// CREATE runs on a fresh apiforge with `backend`, one per client count.
@@ -670,24 +729,35 @@ async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
         // apiforge on etcd and the raw etcd reference share one etcd and
         // take turns, run by run.
         let etcd = Etcd::start().await?;
+        progress!("  etcd is up");
         let f = fresh(settings, &Backend::Etcd(etcd.url.clone())).await?;
+        progress!("  apiforge on etcd is ready");
         let target = &f.server.target;
         let pad = pad_for_1kib(target, "default").await?;
         let client = etcd_client(&etcd).await?;
         let value = flunder("raw-create-object", pad, &[]).to_vec();
+        let proxy = etcd_raw::EtcdProxy::start(client.clone(), "/proxy/c/".into()).await?;
+        let proxy_server =
+            Reference::serve(&f.server.data_dir, target, proxy.handler.clone()).await?;
         let (mut ours, mut raw) = (Vec::new(), Vec::new());
         for conns in CREATE_CLIENTS {
-            let op = Arc::new(CreateOp {
-                path: collection("default"),
-                pad,
-                next: AtomicU64::new(0),
-                prefix: format!("c{conns}-"),
-            });
+            let create_op = |prefix: String| {
+                Arc::new(CreateOp {
+                    path: collection("default"),
+                    pad,
+                    next: AtomicU64::new(0),
+                    prefix,
+                })
+            };
+            let op = create_op(format!("c{conns}-"));
             let raw_op =
                 etcd_raw::RawCreate::new(client.clone(), format!("/raw/c{conns}/"), value.clone());
-            let call: RawCall = Arc::new(move |_worker: usize| raw_op.clone().call().boxed());
+            let refs = EtcdRefs {
+                raw: Arc::new(move |_worker: usize| raw_op.clone().call().boxed()),
+                proxy: (proxy_server.target.clone(), create_op(format!("p{conns}-"))),
+            };
             let label = format!("create etcd {conns} clients");
-            let (a, b) = compare_with_raw(settings, &label, conns, target, op, Some(call)).await?;
+            let (a, b) = compare_with_raw(settings, &label, conns, target, op, Some(refs)).await?;
             ours.push(a);
             raw.extend(b);
         }
@@ -697,7 +767,8 @@ async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     let mut out = Vec::new();
     for (i, conns) in CREATE_CLIENTS.into_iter().enumerate() {
         let on_etcd = etcd_runs.as_ref().and_then(|e| e.get(i));
-        let raw = raw_runs.as_ref().and_then(|e| e.get(i));
+        let refs: Option<&RefRuns> = raw_runs.as_ref().and_then(|e| e.get(i));
+        let raw = refs.map(|r| &r.raw);
         if let Some(e) = on_etcd {
             let mut fig = Figure::new(
                 S,
@@ -715,6 +786,15 @@ async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
             );
             fig.reference = raw.map(Runs::p99);
             out.push(fig);
+            if let Some(refs) = refs {
+                out.extend(floor_figures(
+                    S,
+                    &format!("creates/s, {conns} clients"),
+                    e,
+                    refs,
+                    "raw etcd txn",
+                ));
+            }
         }
         let runs = &embedded[i];
         let mut fig = Figure::new(
@@ -833,14 +913,27 @@ struct UpdateResult {
     conflicts: u64,
 }
 
+/// A new UPDATE operation on the objects `u-{i}` of `ns`.
+fn update_op(ns: &str) -> Arc<UpdateOp> {
+    Arc::new(UpdateOp {
+        ns: ns.to_string(),
+        last: (0..UPDATE_CLIENTS)
+            .map(|_| std::sync::Mutex::new(None))
+            .collect(),
+        successes: (0..UPDATE_CLIENTS).map(|_| AtomicU64::new(0)).collect(),
+        conflicts: AtomicU64::new(0),
+    })
+}
+
 /// UPDATE runs on a fresh apiforge with `backend`, alternating with the
-/// `raw` etcd reference when there is one (whose runs are also returned);
-/// also returns the served size of one object (to size the raw values).
+/// etcd references when `etcd` has the raw call and the client for the
+/// bare proxy (their runs are also returned); also returns the padding
+/// that makes an object 1 KiB (to size the raw values).
 async fn update_on(
     settings: &Settings,
     backend: &Backend,
-    raw: Option<RawCall>,
-) -> anyhow::Result<(UpdateResult, Option<Runs>, usize)> {
+    etcd: Option<(RawCall, etcd_client::Client)>,
+) -> anyhow::Result<(UpdateResult, Option<RefRuns>, usize)> {
     let f = fresh(settings, backend).await?;
     let target = &f.server.target;
     let ns = "default";
@@ -859,17 +952,31 @@ async fn update_on(
         .await?
         .ok()?;
     }
-    let op = Arc::new(UpdateOp {
-        ns: ns.to_string(),
-        last: (0..UPDATE_CLIENTS)
-            .map(|_| std::sync::Mutex::new(None))
-            .collect(),
-        successes: (0..UPDATE_CLIENTS).map(|_| AtomicU64::new(0)).collect(),
-        conflicts: AtomicU64::new(0),
-    });
+    let op = update_op(ns);
+    // The bare proxy and its server live as long as the runs.
+    let mut proxy = None;
+    let mut refs = None;
+    if let Some((raw, client)) = etcd {
+        let p = etcd_raw::EtcdProxy::start(client, "/proxy/u".into()).await?;
+        let server = Reference::serve(&f.server.data_dir, target, p.handler.clone()).await?;
+        let mut conn = Conn::connect(&server.target).await?;
+        let proxy_op = update_op(ns);
+        for i in 0..UPDATE_CLIENTS {
+            let object = flunder(&format!("u-{i}"), pad, &[(COUNTER, "0".to_string())]);
+            conn.send(Method::PUT, &proxy_op.path(i), Some(object))
+                .await?
+                .ok()?;
+        }
+        refs = Some(EtcdRefs {
+            raw,
+            proxy: (server.target.clone(), proxy_op),
+        });
+        proxy = Some((p, server));
+    }
     let label = format!("update {}", backend.name());
     let (runs, raw_runs) =
-        compare_with_raw(settings, &label, UPDATE_CLIENTS, target, op.clone(), raw).await?;
+        compare_with_raw(settings, &label, UPDATE_CLIENTS, target, op.clone(), refs).await?;
+    drop(proxy);
     let (mut lost, mut extra) = (0u64, 0u64);
     for i in 0..UPDATE_CLIENTS {
         let reply = conn.get(&op.path(i)).await?.ok().with_context(|| {
@@ -907,18 +1014,19 @@ async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
         let etcd = Etcd::start().await?;
         let client = etcd_client(&etcd).await?;
         let value = flunder("raw-update-object", pad, &[(COUNTER, "0".into())]).to_vec();
-        let op = etcd_raw::RawUpdate::setup(client, "/raw/u/", UPDATE_CLIENTS, value).await?;
+        let op =
+            etcd_raw::RawUpdate::setup(client.clone(), "/raw/u/", UPDATE_CLIENTS, value).await?;
         let call: RawCall = {
             let op = op.clone();
             Arc::new(move |worker: usize| op.clone().call(worker).boxed())
         };
-        let (r, raw_runs, _) =
-            update_on(settings, &Backend::Etcd(etcd.url.clone()), Some(call)).await?;
+        let backend = Backend::Etcd(etcd.url.clone());
+        let (r, raw_runs, _) = update_on(settings, &backend, Some((call, client))).await?;
         on_etcd = Some(r);
         raw = raw_runs.map(|runs| (runs, op.conflicts.load(Ordering::Relaxed)));
     }
-    let raw_rate = raw.as_ref().map(|(r, _)| r.rate());
-    let raw_p99 = raw.as_ref().map(|(r, _)| r.p99());
+    let raw_rate = raw.as_ref().map(|(r, _)| r.raw.rate());
+    let raw_p99 = raw.as_ref().map(|(r, _)| r.raw.p99());
     let mut out = Vec::new();
     for (name, result) in [
         ("embedded", Some(&embedded)),
@@ -969,6 +1077,9 @@ async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
             r.runs.errors as f64,
             Goal::Equals(0.0),
         ));
+    }
+    if let (Some((refs, _)), Some(r)) = (&raw, &on_etcd) {
+        out.extend(floor_figures(S, "updates/s", &r.runs, refs, "raw etcd CAS"));
     }
     if let Some((_, conflicts)) = raw {
         out.push(Figure::new(
