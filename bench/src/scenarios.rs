@@ -726,8 +726,8 @@ async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     let mut etcd_runs = None;
     let mut raw_runs = None;
     if settings.etcd {
-        // apiforge on etcd and the raw etcd reference share one etcd and
-        // take turns, run by run.
+        // apiforge on etcd, the bare etcd proxy and the raw etcd reference
+        // share one etcd and take turns, run by run.
         let etcd = Etcd::start().await?;
         progress!("  etcd is up");
         let f = fresh(settings, &Backend::Etcd(etcd.url.clone())).await?;
@@ -1009,8 +1009,8 @@ async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     let mut on_etcd = None;
     let mut raw = None;
     if settings.etcd {
-        // apiforge on etcd and the raw compare-and-swap share one etcd and
-        // take turns, run by run.
+        // apiforge on etcd, the bare etcd proxy and the raw compare-and-swap
+        // share one etcd and take turns, run by run.
         let etcd = Etcd::start().await?;
         let client = etcd_client(&etcd).await?;
         let value = flunder("raw-update-object", pad, &[(COUNTER, "0".into())]).to_vec();
