@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp, TxnOpResponse, WatchOptions};
+use etcd_client::{Client, Compare, CompareOp, KvClient, Txn, TxnOp, TxnOpResponse, WatchOptions};
 use futures::FutureExt;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -49,11 +49,7 @@ impl RawCreate {
             self.prefix,
             self.next.fetch_add(1, Ordering::Relaxed)
         );
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.as_str(), self.value.clone(), None)]);
-        let resp = self.client.kv_client().txn(txn).await?;
-        if !resp.succeeded() {
+        if !create_if_absent(&mut self.client.kv_client(), &key, self.value.clone()).await? {
             bail!("{key} already exists");
         }
         Ok(self.value.len() as u64)
@@ -107,28 +103,61 @@ impl RawUpdate {
         let mut kv = self.client.kv_client();
         loop {
             let rev = seen.load(Ordering::Relaxed);
-            let txn = Txn::new()
-                .when([Compare::mod_revision(key.as_str(), CompareOp::Equal, rev)])
-                .and_then([TxnOp::put(key.as_str(), self.value.clone(), None)])
-                .or_else([TxnOp::get(key.as_str(), None)]);
-            let resp = kv.txn(txn).await?;
-            if resp.succeeded() {
-                let rev = resp.header().context("txn without header")?.revision();
-                seen.store(rev, Ordering::Relaxed);
-                return Ok(self.value.len() as u64);
+            match compare_and_swap(&mut kv, key, rev, self.value.clone()).await? {
+                Swap::Written(rev) => {
+                    seen.store(rev, Ordering::Relaxed);
+                    return Ok(self.value.len() as u64);
+                }
+                Swap::Conflict(Some(current)) => {
+                    self.conflicts.fetch_add(1, Ordering::Relaxed);
+                    seen.store(current, Ordering::Relaxed);
+                }
+                Swap::Conflict(None) => bail!("{key} vanished"),
             }
-            self.conflicts.fetch_add(1, Ordering::Relaxed);
-            let current = resp
-                .op_responses()
-                .into_iter()
-                .find_map(|op| match op {
-                    TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.mod_revision()),
-                    _ => None,
-                })
-                .with_context(|| format!("{key} vanished"))?;
-            seen.store(current, Ordering::Relaxed);
         }
     }
+}
+
+/// Puts `value` at `key` if the key does not exist (a transaction comparing
+/// its create revision with 0); whether it was written.
+async fn create_if_absent(kv: &mut KvClient, key: &str, value: Vec<u8>) -> anyhow::Result<bool> {
+    let txn = Txn::new()
+        .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+        .and_then([TxnOp::put(key, value, None)]);
+    Ok(kv.txn(txn).await?.succeeded())
+}
+
+/// The outcome of [`compare_and_swap`].
+enum Swap {
+    /// Written at this revision.
+    Written(i64),
+    /// The mod revision differed; the current one (`None`: no such key).
+    Conflict(Option<i64>),
+}
+
+/// Puts `value` at `key` if its mod revision is `revision` (0: the key does
+/// not exist), else reads the current one, in one transaction.
+async fn compare_and_swap(
+    kv: &mut KvClient,
+    key: &str,
+    revision: i64,
+    value: Vec<u8>,
+) -> anyhow::Result<Swap> {
+    let txn = Txn::new()
+        .when([Compare::mod_revision(key, CompareOp::Equal, revision)])
+        .and_then([TxnOp::put(key, value, None)])
+        .or_else([TxnOp::get(key, None)]);
+    let resp = kv.txn(txn).await?;
+    if resp.succeeded() {
+        let written = resp.header().context("txn without header")?.revision();
+        return Ok(Swap::Written(written));
+    }
+    Ok(Swap::Conflict(resp.op_responses().into_iter().find_map(
+        |op| match op {
+            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.mod_revision()),
+            _ => None,
+        },
+    )))
 }
 
 /// The floor of any API server on etcd: an HTTPS server on apiforge's own
@@ -209,10 +238,7 @@ impl ProxyState {
                     self.prefix,
                     self.next.fetch_add(1, Ordering::Relaxed)
                 );
-                let txn = Txn::new()
-                    .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-                    .and_then([TxnOp::put(key.as_str(), body.to_vec(), None)]);
-                if kv.txn(txn).await?.succeeded() {
+                if create_if_absent(&mut kv, &key, body.to_vec()).await? {
                     Ok(json_response(StatusCode::CREATED, body))
                 } else {
                     Ok(json_response(StatusCode::CONFLICT, Bytes::new()))
@@ -222,24 +248,14 @@ impl ProxyState {
                 let key = format!("{}{}", self.prefix, parts.uri.path());
                 let mut rev = self.revision(&key);
                 loop {
-                    let txn = Txn::new()
-                        .when([Compare::mod_revision(key.as_str(), CompareOp::Equal, rev)])
-                        .and_then([TxnOp::put(key.as_str(), body.to_vec(), None)])
-                        .or_else([TxnOp::get(key.as_str(), None)]);
-                    let resp = kv.txn(txn).await?;
-                    if resp.succeeded() {
-                        let written = resp.header().context("txn without header")?.revision();
-                        self.remember(key, written);
-                        return Ok(json_response(StatusCode::OK, body));
+                    match compare_and_swap(&mut kv, &key, rev, body.to_vec()).await? {
+                        Swap::Written(written) => {
+                            self.remember(key, written);
+                            return Ok(json_response(StatusCode::OK, body));
+                        }
+                        // A missing key is written with revision 0.
+                        Swap::Conflict(current) => rev = current.unwrap_or(0),
                     }
-                    rev = resp
-                        .op_responses()
-                        .into_iter()
-                        .find_map(|op| match op {
-                            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.mod_revision()),
-                            _ => None,
-                        })
-                        .unwrap_or(0);
                 }
             }
             Method::GET => {
