@@ -501,7 +501,16 @@ async fn store_lookup_encodes_in_the_requested_version() {
             .unwrap()
             .is_none()
     );
-    let all = lookup.list("", "v1", "namespaces", None).await.unwrap();
+    // Lists come from the watch cache (like an informer's lister), which
+    // may not have seen the create yet: wait for it, boundedly.
+    let mut all = None;
+    for _ in 0..500 {
+        all = lookup.list("", "v1", "namespaces", None).await.unwrap();
+        if all.as_ref().map(Vec::len) == Some(1) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     assert_eq!(all.map(|v| v.len()), Some(1));
     assert!(
         lookup
