@@ -2,7 +2,7 @@
 //! hyper-util's auto HTTP/1.1 + HTTP/2 builder, the same certificate) with
 //! no API logic at all. [`Reference::start`] answers every request from
 //! memory; [`Reference::serve`] hands each request to a handler (the bare
-//! etcd proxy of [`crate::etcd_raw::EtcdProxy`]).
+//! etcd proxy of `etcd_raw::EtcdProxy`).
 
 use std::collections::HashMap;
 use std::convert::Infallible;

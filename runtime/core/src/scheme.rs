@@ -1,0 +1,534 @@
+//! The kind registry: every compiled-in kind with its versions, and the
+//! type-erased operations (decode, default, convert, validate, encode) the
+//! layers above storage use. Objects cross this boundary as JSON values, so
+//! the registry, cacher and endpoints are written once for all kinds.
+//!
+//! A kind has one *hub* type (the type the strategy runs on, often one of the
+//! versions) and any number of served versions, each convertible to and
+//! from the hub. One served version is the storage version.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::meta::ObjectMeta;
+use crate::resource::{KindInfo, Resource, Strategy};
+use crate::validation::ErrorList;
+
+/// Conversion between a versioned type and its hub. Identity for the hub
+/// itself; derived or hand-written for the other versions.
+pub trait Convert<H>: Sized {
+    /// Converts this version into the hub.
+    fn into_hub(self) -> H;
+    /// Converts the hub into this version.
+    fn from_hub(hub: &H) -> Self;
+}
+
+impl<T: Clone> Convert<T> for T {
+    fn into_hub(self) -> T {
+        self
+    }
+    fn from_hub(hub: &T) -> Self {
+        hub.clone()
+    }
+}
+
+/// Why a body could not be decoded into a kind.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The JSON does not fit the type (wrong field types, ...).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Operations of one served version of a kind.
+#[derive(Clone)]
+pub struct VersionOps {
+    /// The version's static facts.
+    pub info: &'static KindInfo,
+    decode: fn(Value) -> Result<Value, DecodeError>,
+    encode: fn(&Value) -> Result<Value, DecodeError>,
+    schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    protobuf: Option<ProtobufOps>,
+}
+
+/// The Kubernetes protobuf codec of one served version (see
+/// the `protobuf` module). It works on the *versioned* JSON form, so it is just
+/// another serializer next to JSON and YAML: decoding yields the object as
+/// its JSON body would (then [`Kind::decode`] defaults and converts it),
+/// encoding starts from [`Kind::encode`]'s output. The bytes are the raw
+/// upstream message (e.g. `k8s.io.api.core.v1.ConfigMap`), without the
+/// `k8s\0` + `runtime.Unknown` envelope.
+#[derive(Clone, Copy)]
+pub struct ProtobufOps {
+    /// Raw message bytes → versioned JSON object.
+    pub decode: fn(&[u8]) -> Result<Value, DecodeError>,
+    /// Versioned JSON object → raw message bytes.
+    pub encode: fn(&Value) -> Result<Vec<u8>, DecodeError>,
+    /// Versioned JSON list (`metadata` + `items`) → raw list message bytes.
+    pub encode_list: fn(&Value) -> Result<Vec<u8>, DecodeError>,
+}
+
+impl VersionOps {
+    /// The protobuf codec of this version, if the kind supports protobuf.
+    pub fn protobuf(&self) -> Option<&ProtobufOps> {
+        self.protobuf.as_ref()
+    }
+
+    /// The strategic-merge-patch metadata of this version's fields
+    /// (`#[validate(patch_strategy = ..., patch_merge_key = ...)]`), read
+    /// from its published OpenAPI schema.
+    pub fn patch_fields(&self) -> Vec<crate::schema::PatchField> {
+        let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
+        let root = self.schema(&mut generator);
+        let definitions = generator.take_definitions(true);
+        crate::schema::patch_fields(root.as_value(), &definitions)
+    }
+
+    /// The OpenAPI schema of this version.
+    pub fn schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        (self.schema)(generator)
+    }
+}
+
+fn decode_version<V, H>(body: Value) -> Result<Value, DecodeError>
+where
+    V: Strategy + Convert<H>,
+    H: Resource,
+{
+    let mut v: V = serde_json::from_value(body).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    v.default_fields();
+    let hub: H = v.into_hub();
+    serde_json::to_value(&hub).map_err(|e| DecodeError::Invalid(e.to_string()))
+}
+
+fn encode_version<V, H>(hub: &Value) -> Result<Value, DecodeError>
+where
+    V: Resource + Convert<H>,
+    H: Resource,
+{
+    let hub: H = typed(hub)?;
+    let v = V::from_hub(&hub);
+    let body = serde_json::to_value(&v).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(with_type_meta(body, &V::INFO))
+}
+
+/// Puts `apiVersion` and `kind` first in an encoded object.
+pub fn with_type_meta(body: Value, info: &KindInfo) -> Value {
+    let mut out = Map::new();
+    out.insert("apiVersion".into(), Value::String(info.api_version()));
+    out.insert("kind".into(), Value::String(info.kind.into()));
+    if let Value::Object(map) = body {
+        for (k, v) in map {
+            if k != "apiVersion" && k != "kind" {
+                out.insert(k, v);
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+fn schema_of<V: Resource>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let schema = generator.subschema_for::<V>();
+    V::publish_schema(generator);
+    schema
+}
+
+type HubValidate = fn(&Value) -> Result<ErrorList, DecodeError>;
+type HubValidateUpdate = fn(&Value, &Value) -> Result<ErrorList, DecodeError>;
+type HubPrepare = fn(&mut Value) -> Result<(), DecodeError>;
+type HubPrepareUpdate = fn(&mut Value, &Value) -> Result<(), DecodeError>;
+type HubWarnings = fn(&Value) -> Result<Vec<String>, DecodeError>;
+type HubWarningsUpdate = fn(&Value, &Value) -> Result<Vec<String>, DecodeError>;
+
+/// A kind with all its versions, type-erased.
+#[derive(Clone)]
+pub struct Kind {
+    versions: Vec<VersionOps>,
+    storage_version: &'static str,
+    validate_create: HubValidate,
+    validate_update: HubValidateUpdate,
+    prepare_for_create: HubPrepare,
+    prepare_for_update: HubPrepareUpdate,
+    allow_create_on_update: bool,
+    allow_unconditional_update: bool,
+    canonicalize: HubPrepare,
+    warnings_on_create: HubWarnings,
+    warnings_on_update: HubWarningsUpdate,
+    bump_generation: bool,
+    reset_status: HubPrepare,
+    prepare_status_update: HubPrepareUpdate,
+}
+
+fn hub_validate<H: Strategy>(v: &Value) -> Result<ErrorList, DecodeError> {
+    let h: H = typed(v)?;
+    Ok(h.validate_create())
+}
+
+fn hub_validate_update<H: Strategy>(v: &Value, old: &Value) -> Result<ErrorList, DecodeError> {
+    let h: H = typed(v)?;
+    let o: H = typed(old)?;
+    Ok(h.validate_update(&o))
+}
+
+fn hub_prepare<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
+    let mut h: H = typed(v)?;
+    h.prepare_for_create();
+    h.canonicalize();
+    *v = serde_json::to_value(&h).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(())
+}
+
+fn hub_prepare_update<H: Strategy>(v: &mut Value, old: &Value) -> Result<(), DecodeError> {
+    let mut h: H = typed(v)?;
+    let o: H = typed(old)?;
+    h.prepare_for_update(&o);
+    h.canonicalize();
+    *v = serde_json::to_value(&h).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(())
+}
+
+fn from_value<H: Strategy>(v: &Value) -> Result<H, DecodeError> {
+    typed(v)
+}
+
+/// Deserializes a typed value from a JSON value without copying it first.
+fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, DecodeError> {
+    T::deserialize(v).map_err(|e| DecodeError::Invalid(e.to_string()))
+}
+
+fn to_value<H: Strategy>(h: &H) -> Result<Value, DecodeError> {
+    serde_json::to_value(h).map_err(|e| DecodeError::Invalid(e.to_string()))
+}
+
+fn hub_canonicalize<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
+    let mut h: H = from_value(v)?;
+    h.canonicalize();
+    *v = to_value(&h)?;
+    Ok(())
+}
+
+fn hub_warnings<H: Strategy>(v: &Value) -> Result<Vec<String>, DecodeError> {
+    Ok(from_value::<H>(v)?.warnings_on_create())
+}
+
+fn hub_warnings_update<H: Strategy>(v: &Value, old: &Value) -> Result<Vec<String>, DecodeError> {
+    Ok(from_value::<H>(v)?.warnings_on_update(&from_value::<H>(old)?))
+}
+
+fn hub_reset_status<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
+    let mut h: H = from_value(v)?;
+    h.reset_status_on_create();
+    *v = to_value(&h)?;
+    Ok(())
+}
+
+fn hub_prepare_status_update<H: Strategy>(v: &mut Value, old: &Value) -> Result<(), DecodeError> {
+    let mut h: H = from_value(v)?;
+    h.prepare_status_update(&from_value::<H>(old)?);
+    *v = to_value(&h)?;
+    Ok(())
+}
+
+/// Builds a [`Kind`] from its hub type and versions.
+pub struct KindBuilder<H: Strategy> {
+    versions: Vec<VersionOps>,
+    storage_version: Option<&'static str>,
+    _hub: std::marker::PhantomData<fn() -> H>,
+}
+
+impl<H: Strategy> Default for KindBuilder<H> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<H: Strategy> KindBuilder<H> {
+    /// A kind whose strategy runs on `H`.
+    pub fn new() -> Self {
+        KindBuilder {
+            versions: Vec::new(),
+            storage_version: None,
+            _hub: std::marker::PhantomData,
+        }
+    }
+
+    /// Adds a served version `V` (convertible to and from the hub).
+    pub fn version<V: Strategy + Convert<H>>(mut self) -> Self {
+        self.versions.push(VersionOps {
+            info: &V::INFO,
+            decode: decode_version::<V, H>,
+            encode: encode_version::<V, H>,
+            schema: schema_of::<V>,
+            protobuf: None,
+        });
+        self
+    }
+
+    /// Gives version `V` (already added) a Kubernetes protobuf codec.
+    pub fn protobuf<V: Resource>(mut self, ops: ProtobufOps) -> Self {
+        if let Some(v) = self
+            .versions
+            .iter_mut()
+            .find(|v| v.info.version == V::INFO.version)
+        {
+            v.protobuf = Some(ops);
+        }
+        self
+    }
+
+    /// Marks version `V` (already added) as the storage version.
+    pub fn storage<V: Resource>(mut self) -> Self {
+        self.storage_version = Some(V::INFO.version);
+        self
+    }
+
+    /// Finishes the kind. Without an explicit storage version, the first
+    /// added version stores.
+    pub fn build(self) -> Kind {
+        let storage_version = self
+            .storage_version
+            .or_else(|| self.versions.first().map(|v| v.info.version))
+            .unwrap_or("");
+        Kind {
+            versions: self.versions,
+            storage_version,
+            validate_create: hub_validate::<H>,
+            validate_update: hub_validate_update::<H>,
+            prepare_for_create: hub_prepare::<H>,
+            prepare_for_update: hub_prepare_update::<H>,
+            allow_create_on_update: H::allow_create_on_update(),
+            allow_unconditional_update: H::allow_unconditional_update(),
+            canonicalize: hub_canonicalize::<H>,
+            warnings_on_create: hub_warnings::<H>,
+            warnings_on_update: hub_warnings_update::<H>,
+            bump_generation: H::bump_generation_on_spec_change(),
+            reset_status: hub_reset_status::<H>,
+            prepare_status_update: hub_prepare_status_update::<H>,
+        }
+    }
+}
+
+impl Kind {
+    /// The served versions of this kind.
+    pub fn versions(&self) -> &[VersionOps] {
+        &self.versions
+    }
+
+    /// The operations of one version.
+    pub fn version(&self, version: &str) -> Option<&VersionOps> {
+        self.versions.iter().find(|v| v.info.version == version)
+    }
+
+    /// The storage version's facts.
+    pub fn storage_info(&self) -> &'static KindInfo {
+        self.version(self.storage_version)
+            .map(|v| v.info)
+            .unwrap_or_else(|| self.versions[0].info)
+    }
+
+    /// Decodes a request body in `version` into the hub form (defaulted).
+    pub fn decode(&self, version: &str, body: Value) -> Result<Value, DecodeError> {
+        let ops = self
+            .version(version)
+            .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))?;
+        (ops.decode)(body)
+    }
+
+    /// Encodes a hub object in `version` (with `apiVersion` and `kind`).
+    pub fn encode(&self, version: &str, hub: &Value) -> Result<Value, DecodeError> {
+        let ops = self
+            .version(version)
+            .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))?;
+        (ops.encode)(hub)
+    }
+
+    /// Round-trips a hub object through the storage version, as writing it
+    /// to storage and reading it back would (lossy conversions show here).
+    pub fn to_storage(&self, hub: &Value) -> Result<Value, DecodeError> {
+        self.encode(self.storage_version, hub)
+    }
+
+    /// Decodes an object read from storage into the hub form.
+    pub fn from_storage(&self, stored: Value) -> Result<Value, DecodeError> {
+        self.decode(self.storage_version, stored)
+    }
+
+    /// Runs the strategy's create validation.
+    pub fn validate_create(&self, hub: &Value) -> Result<ErrorList, DecodeError> {
+        (self.validate_create)(hub)
+    }
+
+    /// Runs the strategy's update validation.
+    pub fn validate_update(&self, hub: &Value, old: &Value) -> Result<ErrorList, DecodeError> {
+        (self.validate_update)(hub, old)
+    }
+
+    /// Runs the strategy's create preparation, then its canonicalization.
+    pub fn prepare_for_create(&self, hub: &mut Value) -> Result<(), DecodeError> {
+        (self.prepare_for_create)(hub)
+    }
+
+    /// Runs the strategy's update preparation, then its canonicalization.
+    pub fn prepare_for_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
+        (self.prepare_for_update)(hub, old)
+    }
+
+    /// Whether a PUT on a missing object creates it.
+    pub fn allow_create_on_update(&self) -> bool {
+        self.allow_create_on_update
+    }
+
+    /// Whether a PUT without a resourceVersion is allowed.
+    pub fn allow_unconditional_update(&self) -> bool {
+        self.allow_unconditional_update
+    }
+
+    /// Runs the strategy's canonicalization alone (the prepare methods
+    /// already include it).
+    pub fn canonicalize(&self, hub: &mut Value) -> Result<(), DecodeError> {
+        (self.canonicalize)(hub)
+    }
+
+    /// The strategy's warnings for creating `hub`.
+    pub fn warnings_on_create(&self, hub: &Value) -> Result<Vec<String>, DecodeError> {
+        (self.warnings_on_create)(hub)
+    }
+
+    /// The strategy's warnings for updating `old` to `hub`.
+    pub fn warnings_on_update(&self, hub: &Value, old: &Value) -> Result<Vec<String>, DecodeError> {
+        (self.warnings_on_update)(hub, old)
+    }
+
+    /// Whether `metadata.generation` tracks changes outside metadata and
+    /// status ([`Strategy::bump_generation_on_spec_change`]).
+    pub fn bump_generation_on_spec_change(&self) -> bool {
+        self.bump_generation
+    }
+
+    /// Runs the strategy's [`Strategy::reset_status_on_create`].
+    pub fn reset_status_on_create(&self, hub: &mut Value) -> Result<(), DecodeError> {
+        (self.reset_status)(hub)
+    }
+
+    /// Runs the strategy's [`Strategy::prepare_status_update`]: keeps
+    /// everything but `status` from `old`.
+    pub fn prepare_status_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
+        (self.prepare_status_update)(hub, old)
+    }
+}
+
+/// One API group: its name, versions (preferred first) and kinds.
+#[derive(Clone)]
+pub struct Group {
+    /// The group name (`""` for core).
+    pub name: &'static str,
+    /// Served versions, preferred first.
+    pub versions: Vec<&'static str>,
+    /// Prefix of OpenAPI model names, e.g.
+    /// `io.k8s.sample-apiserver.pkg.apis.wardle` (the version is appended).
+    pub model_prefix: &'static str,
+    /// OpenAPI `info.title` of the group's documents.
+    pub title: &'static str,
+    /// The kinds of the group.
+    pub kinds: Vec<Arc<Kind>>,
+}
+
+impl Group {
+    /// A new group with its versions, preferred first.
+    pub fn new(name: &'static str, versions: &[&'static str]) -> Self {
+        Group {
+            name,
+            versions: versions.to_vec(),
+            model_prefix: "",
+            title: "",
+            kinds: Vec::new(),
+        }
+    }
+
+    /// Sets the OpenAPI model-name prefix.
+    pub fn model_prefix(mut self, prefix: &'static str) -> Self {
+        self.model_prefix = prefix;
+        self
+    }
+
+    /// Sets the OpenAPI document title.
+    pub fn title(mut self, title: &'static str) -> Self {
+        self.title = title;
+        self
+    }
+
+    /// Adds a kind.
+    pub fn kind(mut self, kind: Kind) -> Self {
+        self.kinds.push(Arc::new(kind));
+        self
+    }
+
+    /// The kinds served in `version`, with their version operations.
+    pub fn kinds_in(&self, version: &str) -> Vec<(&Arc<Kind>, &VersionOps)> {
+        self.kinds
+            .iter()
+            .filter_map(|k| k.version(version).map(|v| (k, v)))
+            .collect()
+    }
+}
+
+/// All compiled-in groups.
+#[derive(Clone, Default)]
+pub struct Scheme {
+    groups: Vec<Group>,
+}
+
+impl Scheme {
+    /// An empty scheme.
+    pub fn new() -> Self {
+        Scheme::default()
+    }
+
+    /// Installs a group (replacing one of the same name).
+    pub fn add_group(&mut self, group: Group) {
+        self.groups.retain(|g| g.name != group.name);
+        self.groups.push(group);
+    }
+
+    /// The installed groups, in installation order.
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+
+    /// The group with this name.
+    pub fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+
+    /// Looks up a kind by group, version and plural resource name.
+    pub fn resource(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<(Arc<Kind>, &'static KindInfo)> {
+        let g = self.group(group)?;
+        if !g.versions.contains(&version) {
+            return None;
+        }
+        g.kinds_in(version)
+            .into_iter()
+            .find(|(_, v)| v.info.plural == plural)
+            .map(|(k, v)| (k.clone(), v.info))
+    }
+
+    /// Groups keyed by name (sorted), for stable document output.
+    pub fn groups_by_name(&self) -> BTreeMap<&'static str, &Group> {
+        self.groups.iter().map(|g| (g.name, g)).collect()
+    }
+}
+
+/// Reads `metadata` of a JSON object into [`ObjectMeta`].
+pub fn object_meta(obj: &Value) -> ObjectMeta {
+    obj.get("metadata")
+        .and_then(|m| ObjectMeta::deserialize(m).ok())
+        .unwrap_or_default()
+}

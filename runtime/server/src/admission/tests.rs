@@ -1,0 +1,522 @@
+//! Chain tests: ordering, selection, dry run, and the built-in plugins on a
+//! real registry.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::registry::{DeleteOutcome, Store, StoreLookup, StoreMap, attach_admission};
+use apiforge_core::builtin::core_v1::Namespace;
+use apiforge_core::resource::Resource;
+use apiforge_core::scheme::KindBuilder;
+use apiforge_storage::Storage;
+use apiforge_storage::embedded::{EmbeddedOptions, EmbeddedStore};
+
+/// Records every hook call as `<name>.<hook>` and optionally rejects or
+/// labels the object.
+struct Recorder {
+    name: &'static str,
+    log: Arc<Mutex<Vec<String>>>,
+    reject_validate: bool,
+    ops: Option<Operation>,
+    /// The only API group it looks at (`None`: every group).
+    group: Option<&'static str>,
+}
+
+#[async_trait]
+impl Plugin for Recorder {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn handles(&self, operation: Operation) -> bool {
+        self.ops.is_none_or(|op| op == operation)
+    }
+
+    fn handles_group(&self, group: &str) -> bool {
+        self.group.is_none_or(|g| g == group)
+    }
+
+    async fn admit(&self, attrs: &mut Attributes, _: &Context) -> Result<(), Error> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{}.admit dry_run={}", self.name, attrs.dry_run));
+        if let Some(obj) = attrs.object.as_mut() {
+            obj["metadata"]["labels"][self.name] = json!("admitted");
+        }
+        Ok(())
+    }
+
+    async fn validate(&self, attrs: &Attributes, _: &Context) -> Result<(), Error> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{}.validate", self.name));
+        if self.reject_validate {
+            return Err(Error::forbidden(attrs, "nope"));
+        }
+        Ok(())
+    }
+}
+
+fn recorder(name: &'static str, log: &Arc<Mutex<Vec<String>>>) -> Recorder {
+    Recorder {
+        name,
+        log: log.clone(),
+        reject_validate: false,
+        ops: None,
+        group: None,
+    }
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test]
+async fn mutating_hooks_run_before_validating_ones_in_order() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = AdmissionRegistry::new();
+    reg.register(recorder("A", &log), true)
+        .register(recorder("B", &log), true);
+    let chain = Chain::new(reg.select(&[], &[]).unwrap(), Arc::new(NoLookup));
+    let mut attrs = Attributes {
+        operation: Some(Operation::Create),
+        object: Some(json!({"metadata": {"name": "x"}})),
+        dry_run: true,
+        ..Default::default()
+    };
+    chain.admit(&mut attrs).await.unwrap();
+    chain.validate(&attrs).await.unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        strings(&[
+            "A.admit dry_run=true",
+            "B.admit dry_run=true",
+            "A.validate",
+            "B.validate"
+        ])
+    );
+    assert_eq!(
+        attrs.object.unwrap()["metadata"]["labels"],
+        json!({"A": "admitted", "B": "admitted"})
+    );
+}
+
+#[tokio::test]
+async fn first_rejection_wins_and_unhandled_operations_are_skipped() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = AdmissionRegistry::new();
+    reg.register(
+        Recorder {
+            ops: Some(Operation::Delete),
+            ..recorder("OnlyDelete", &log)
+        },
+        true,
+    )
+    .register(
+        Recorder {
+            reject_validate: true,
+            ..recorder("Deny", &log)
+        },
+        true,
+    )
+    .register(recorder("After", &log), true);
+    let chain = Chain::new(reg.select(&[], &[]).unwrap(), Arc::new(NoLookup));
+    let attrs = Attributes {
+        operation: Some(Operation::Create),
+        group: "g.example.com".into(),
+        resource: "things".into(),
+        name: "t".into(),
+        ..Default::default()
+    };
+    let err = chain.validate(&attrs).await.unwrap_err();
+    assert_eq!(err.code(), 403);
+    assert_eq!(
+        err.0.message,
+        "things.g.example.com \"t\" is forbidden: nope"
+    );
+    assert_eq!(*log.lock().unwrap(), strings(&["Deny.validate"]));
+}
+
+#[tokio::test]
+async fn plugins_see_only_the_groups_they_handle() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = AdmissionRegistry::new();
+    reg.register(
+        Recorder {
+            group: Some("rbac.authorization.k8s.io"),
+            ..recorder("Rbac", &log)
+        },
+        true,
+    )
+    .register(
+        Recorder {
+            ops: Some(Operation::Create),
+            ..recorder("OnCreate", &log)
+        },
+        true,
+    );
+    let chain = Chain::new(reg.select(&[], &[]).unwrap(), Arc::new(NoLookup));
+    assert!(chain.wants(Operation::Update, "rbac.authorization.k8s.io"));
+    assert!(chain.wants(Operation::Create, "g.example.com"));
+    // Nobody looks at updates outside RBAC: the registry skips admission.
+    assert!(!chain.wants(Operation::Update, "g.example.com"));
+    for (op, group) in [
+        (Operation::Update, "g.example.com"),
+        (Operation::Create, "g.example.com"),
+        (Operation::Update, "rbac.authorization.k8s.io"),
+    ] {
+        let mut attrs = Attributes {
+            operation: Some(op),
+            group: group.into(),
+            object: Some(json!({"metadata": {"name": "x"}})),
+            ..Default::default()
+        };
+        chain.admit(&mut attrs).await.unwrap();
+        chain.validate(&attrs).await.unwrap();
+    }
+    assert_eq!(
+        *log.lock().unwrap(),
+        strings(&[
+            "OnCreate.admit dry_run=false",
+            "OnCreate.validate",
+            "Rbac.admit dry_run=false",
+            "Rbac.validate"
+        ])
+    );
+}
+
+#[test]
+fn selection_follows_kube_apiserver_flags() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = AdmissionRegistry::with_builtins();
+    reg.register(recorder("Off", &log), false)
+        .register(recorder("On", &log), true);
+    assert_eq!(reg.names(), ["NamespaceLifecycle", "Off", "On"]);
+    assert_eq!(reg.defaults().names(), ["NamespaceLifecycle", "On"]);
+    // Enabling keeps registration order, whatever the flag order.
+    let p = reg.select(&strings(&["On", "Off"]), &[]).unwrap();
+    assert_eq!(p.names(), ["NamespaceLifecycle", "Off", "On"]);
+    let p = reg
+        .select(&[], &strings(&["NamespaceLifecycle", " "]))
+        .unwrap();
+    assert_eq!(p.names(), ["On"]);
+    assert_eq!(
+        reg.select(&strings(&["Nope"]), &[])
+            .unwrap_err()
+            .to_string(),
+        "enable-admission-plugins plugin \"Nope\" is unknown (known plugins: NamespaceLifecycle, Off, On)"
+    );
+    assert!(matches!(
+        reg.select(&[], &strings(&["Nope"])),
+        Err(ConfigError::Unknown {
+            flag: "disable-admission-plugins",
+            ..
+        })
+    ));
+    assert_eq!(
+        reg.select(&strings(&["On"]), &strings(&["On"]))
+            .unwrap_err()
+            .to_string(),
+        "On in enable-admission-plugins and disable-admission-plugins overlapped"
+    );
+}
+
+// --- On a real registry ---
+
+#[derive(
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    apiforge_core::Resource,
+)]
+#[resource(
+    group = "test.example.com",
+    version = "v1",
+    namespaced,
+    default_strategy
+)]
+struct Widget {
+    #[serde(default)]
+    metadata: apiforge_core::meta::ObjectMeta,
+    #[serde(default)]
+    spec: Value,
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    namespaces: Store,
+    widgets: Store,
+}
+
+fn fixture(plugins: impl FnOnce(&mut AdmissionRegistry)) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> =
+        Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+    let caches = crate::registry::Caches::default();
+    let opts = crate::registry::CacheOptions::default();
+    let mut stores: StoreMap = HashMap::new();
+    for (kind, info) in [
+        (
+            KindBuilder::<Namespace>::new()
+                .version::<Namespace>()
+                .build(),
+            &Namespace::INFO,
+        ),
+        (
+            KindBuilder::<Widget>::new().version::<Widget>().build(),
+            &Widget::INFO,
+        ),
+    ] {
+        let store = Store::new(
+            Arc::new(kind),
+            storage.clone(),
+            "/registry",
+            Some((&caches, &opts)),
+        );
+        stores.insert(
+            (info.group.into(), info.version.into(), info.plural.into()),
+            (store, info),
+        );
+    }
+    let mut reg = AdmissionRegistry::with_builtins();
+    plugins(&mut reg);
+    let stores = attach_admission(stores, reg.select(&[], &[]).unwrap());
+    let get = |g: &str, p: &str, v: &str| {
+        stores[&(g.to_string(), v.to_string(), p.to_string())]
+            .0
+            .clone()
+    };
+    Fixture {
+        namespaces: get("", "namespaces", "v1"),
+        widgets: get("test.example.com", "widgets", "v1"),
+        _dir: dir,
+    }
+}
+
+fn decode(store: &Store, body: Value) -> Value {
+    store.kind().decode("v1", body).unwrap()
+}
+
+async fn create_ns(f: &Fixture, name: &str) {
+    let ns = decode(&f.namespaces, json!({"metadata": {"name": name}}));
+    f.namespaces.create("", ns, false).await.unwrap();
+}
+
+fn widget(name: &str) -> Value {
+    json!({"metadata": {"name": name}, "spec": {}})
+}
+
+#[tokio::test]
+async fn namespace_lifecycle_rejects_missing_and_terminating_namespaces() {
+    let f = fixture(|_| {});
+    let err = f
+        .widgets
+        .create("missing", decode(&f.widgets, widget("w")), false)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        serde_json::to_value(&*err.0).unwrap(),
+        json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+               "message":"namespaces \"missing\" not found","reason":"NotFound",
+               "details":{"name":"missing","kind":"namespaces"},"code":404})
+    );
+
+    create_ns(&f, "doomed").await;
+    f.widgets
+        .create("doomed", decode(&f.widgets, widget("w")), false)
+        .await
+        .unwrap();
+    // The namespace keeps its `kubernetes` finalizer: DELETE only marks it.
+    let out = f
+        .namespaces
+        .delete("", "doomed", &Default::default(), false)
+        .await
+        .unwrap();
+    let DeleteOutcome::Terminating(ns) = out else {
+        panic!("namespace removed at once: {out:?}")
+    };
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    assert!(ns["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(ns["metadata"]["deletionGracePeriodSeconds"], 0);
+
+    let err = f
+        .widgets
+        .create("doomed", decode(&f.widgets, widget("w2")), false)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        serde_json::to_value(&*err.0).unwrap(),
+        json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+               "message":"widgets.test.example.com \"w2\" is forbidden: unable to create new content in namespace doomed because it is being terminated",
+               "reason":"Forbidden",
+               "details":{"name":"w2","group":"test.example.com","kind":"widgets",
+                          "causes":[{"reason":"NamespaceTerminating","message":"namespace doomed is being terminated","field":"metadata.namespace"}]},
+               "code":403})
+    );
+
+    // Updates in a terminating namespace are allowed.
+    let mut w = f.widgets.get("doomed", "w", None).await.unwrap();
+    w["spec"] = json!({"x": 1});
+    f.widgets.update("doomed", "w", w, false).await.unwrap();
+
+    // The namespace controller empties and finalizes it.
+    let controller = crate::controllers::namespace::NamespaceController::new(
+        f.namespaces.clone(),
+        vec![f.widgets.clone()],
+    );
+    assert!(!controller.sync_all().await.unwrap());
+    assert_eq!(
+        f.namespaces
+            .get("", "doomed", None)
+            .await
+            .unwrap_err()
+            .code(),
+        404
+    );
+    assert_eq!(
+        f.widgets.get("doomed", "w", None).await.unwrap_err().code(),
+        404
+    );
+}
+
+#[tokio::test]
+async fn system_namespaces_cannot_be_deleted() {
+    let f = fixture(|_| {});
+    create_ns(&f, "default").await;
+    let err = f
+        .namespaces
+        .delete("", "default", &Default::default(), false)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        serde_json::to_value(&*err.0).unwrap(),
+        json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+               "message":"namespaces \"default\" is forbidden: this namespace may not be deleted",
+               "reason":"Forbidden","details":{"name":"default","kind":"namespaces"},"code":403})
+    );
+}
+
+#[tokio::test]
+async fn dry_run_sees_admission_and_persists_nothing() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let plugin_log = log.clone();
+    let f = fixture(move |r| {
+        r.register(recorder("Label", &plugin_log), true);
+    });
+    create_ns(&f, "ns").await;
+    log.lock().unwrap().clear();
+    let created = f
+        .widgets
+        .create("ns", decode(&f.widgets, widget("dry")), true)
+        .await
+        .unwrap();
+    assert_eq!(created["metadata"]["labels"], json!({"Label": "admitted"}));
+    assert_eq!(
+        *log.lock().unwrap(),
+        strings(&["Label.admit dry_run=true", "Label.validate"])
+    );
+    assert_eq!(
+        f.widgets.get("ns", "dry", None).await.unwrap_err().code(),
+        404
+    );
+    // A dry run is still rejected by NamespaceLifecycle.
+    let err = f
+        .widgets
+        .create("nowhere", decode(&f.widgets, widget("dry")), true)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), 404);
+}
+
+#[tokio::test]
+async fn finalizers_hold_objects_until_the_last_one_is_removed() {
+    let f = fixture(|_| {});
+    create_ns(&f, "ns").await;
+    let body = json!({"metadata": {"name": "held", "finalizers": ["example.com/a"]}, "spec": {}});
+    f.widgets
+        .create("ns", decode(&f.widgets, body), false)
+        .await
+        .unwrap();
+    let DeleteOutcome::Terminating(obj) = f
+        .widgets
+        .delete("ns", "held", &Default::default(), false)
+        .await
+        .unwrap()
+    else {
+        panic!("removed despite a finalizer")
+    };
+    assert!(obj["metadata"]["deletionTimestamp"].is_string());
+    // Deleting again answers with the terminating object.
+    let again = f
+        .widgets
+        .delete("ns", "held", &Default::default(), false)
+        .await
+        .unwrap();
+    assert!(matches!(again, DeleteOutcome::Terminating(_)));
+    // An update keeps deletionTimestamp; removing the last finalizer
+    // removes the object.
+    let mut obj = f.widgets.get("ns", "held", None).await.unwrap();
+    obj["metadata"]["finalizers"] = json!([]);
+    obj["metadata"]["deletionTimestamp"] = Value::Null;
+    let (last, _) = f.widgets.update("ns", "held", obj, false).await.unwrap();
+    assert!(last["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(
+        f.widgets.get("ns", "held", None).await.unwrap_err().code(),
+        404
+    );
+}
+
+#[tokio::test]
+async fn store_lookup_encodes_in_the_requested_version() {
+    let f = fixture(|_| {});
+    create_ns(&f, "a").await;
+    let mut stores: StoreMap = HashMap::new();
+    stores.insert(
+        (String::new(), "v1".into(), "namespaces".into()),
+        (f.namespaces.clone(), &Namespace::INFO),
+    );
+    let lookup = StoreLookup::new(stores);
+    assert!(lookup.serves("", "v1", "namespaces"));
+    assert!(!lookup.serves("wardle.example.com", "v1alpha1", "fischers"));
+    let got = lookup
+        .get("", "v1", "namespaces", "", "a", true)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got["kind"], "Namespace");
+    assert_eq!(got["apiVersion"], "v1");
+    assert!(
+        lookup
+            .get("", "v1", "namespaces", "", "b", true)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Lists come from the watch cache (like an informer's lister), which
+    // may not have seen the create yet: wait for it, boundedly.
+    let mut all = None;
+    for _ in 0..500 {
+        all = lookup.list("", "v1", "namespaces", None).await.unwrap();
+        if all.as_ref().map(Vec::len) == Some(1) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(all.map(|v| v.len()), Some(1));
+    assert!(
+        lookup
+            .list("wardle.example.com", "v1alpha1", "fischers", None)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

@@ -1,0 +1,18 @@
+//! The server's own control loops, started with the server (kube runs
+//! them in kube-controller-manager; a standalone apiforge has no such
+//! process, so it carries the ones its API semantics need).
+//!
+//! - [`namespace`]: empties and removes deleted namespaces.
+//! - [`identity_lease`]: the server's identity lease and the collection
+//!   of expired ones.
+
+pub mod identity_lease;
+pub mod namespace;
+
+use crate::registry::Stores;
+
+/// Starts every controller on the current tokio runtime; they stop when
+/// `shutdown` turns true.
+pub fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
+    namespace::start(stores, shutdown);
+}

@@ -1,0 +1,452 @@
+//! The HTTP surface: request parsing, the director that routes API paths to
+//! resource handlers and everything else (health, version, discovery,
+//! OpenAPI) to plain handlers, and response rendering.
+
+mod compression;
+pub mod delegation;
+pub mod documents;
+pub mod healthz;
+pub mod negotiation;
+mod openapi_v2;
+mod protobuf;
+mod resource;
+pub mod table;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::registry::{Store, Stores};
+use crate::request::Query;
+use crate::request::response::{bytes_response, error_response};
+use apiforge_core::meta::Status;
+use apiforge_core::resource::KindInfo;
+use apiforge_core::scheme::Scheme;
+pub use documents::Documents;
+use negotiation::{Allowed, Format, Target};
+
+/// Build and version facts served at `/version`.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionInfo {
+    /// Major version.
+    pub major: String,
+    /// Minor version.
+    pub minor: String,
+    /// `v<major>.<minor>.<patch>`.
+    pub git_version: String,
+    /// Commit.
+    pub git_commit: String,
+    /// `clean` or `dirty`.
+    pub git_tree_state: String,
+    /// Build date.
+    pub build_date: String,
+    /// Toolchain.
+    pub go_version: String,
+    /// Compiler.
+    pub compiler: String,
+    /// `os/arch`.
+    pub platform: String,
+}
+
+/// Everything the handlers share.
+pub struct ApiServer {
+    scheme: Scheme,
+    /// The store of each served (group, version, plural).
+    stores: Stores,
+    docs: Documents,
+    /// The versions of each group with a resource list (`docs`), for
+    /// [`ApiServer::serves_version`].
+    served_versions: HashMap<String, Vec<String>>,
+    authenticator: crate::authn::Authenticator,
+    authorizer: crate::authz::Authorizer,
+    version: VersionInfo,
+    health: Arc<healthz::Health>,
+    min_request_timeout: Duration,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+/// What [`ApiServer::new`] is built from.
+pub struct ApiServerParts {
+    /// The kinds served.
+    pub scheme: Scheme,
+    /// The stores of the kinds served (with admission attached).
+    pub stores: Stores,
+    /// The generated documents.
+    pub docs: Documents,
+    /// Who requests are from (includes the admin bearer token).
+    pub authenticator: crate::authn::Authenticator,
+    /// What they may do.
+    pub authorizer: crate::authz::Authorizer,
+    /// What `/version` reports.
+    pub version: VersionInfo,
+    /// The health checks served at `/healthz`, `/livez`, `/readyz`.
+    pub health: Arc<healthz::Health>,
+    /// `--min-request-timeout`: watches without `timeoutSeconds` end after
+    /// a random time in `[1x, 2x)` of it.
+    pub min_request_timeout: Duration,
+}
+
+impl ApiServer {
+    /// Builds the handlers' shared state.
+    pub fn new(parts: ApiServerParts, shutdown: tokio::sync::watch::Receiver<bool>) -> Self {
+        let ApiServerParts {
+            scheme,
+            stores,
+            docs,
+            authenticator,
+            authorizer,
+            version,
+            health,
+            min_request_timeout,
+        } = parts;
+        let mut served_versions: HashMap<String, Vec<String>> = HashMap::new();
+        for key in docs.resource_lists.keys() {
+            let (group, version) = match key.split('/').collect::<Vec<_>>().as_slice() {
+                ["api", version] => ("", *version),
+                ["apis", group, version] => (*group, *version),
+                _ => continue,
+            };
+            served_versions
+                .entry(group.to_string())
+                .or_default()
+                .push(version.to_string());
+        }
+        ApiServer {
+            scheme,
+            stores,
+            docs,
+            served_versions,
+            authenticator,
+            authorizer,
+            version,
+            health,
+            min_request_timeout,
+            shutdown,
+        }
+    }
+
+    /// Creates the system namespaces (`default`, `kube-system`,
+    /// `kube-public`) when the core Namespace kind is served and they do not
+    /// exist yet.
+    pub async fn bootstrap(&self) -> Result<(), ApiError> {
+        let Some((store, info)) = self.stores.get("", "v1", "namespaces") else {
+            return Ok(());
+        };
+        for name in apiforge_core::builtin::core_v1::SYSTEM_NAMESPACES {
+            let body = serde_json::json!({"metadata": {"name": name}});
+            let hub = store
+                .kind()
+                .decode(info.version, body)
+                .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
+            match store.create("", hub, false).await {
+                Ok(_) => tracing::info!(namespace = name, "created system namespace"),
+                Err(e) if e.code() == 409 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The stores of the kinds served.
+    pub fn stores(&self) -> &Stores {
+        &self.stores
+    }
+
+    /// The authenticator.
+    pub fn authenticator(&self) -> &crate::authn::Authenticator {
+        &self.authenticator
+    }
+
+    /// The authorizer (its RBAC part is fed from the stored objects).
+    pub fn authorizer(&self) -> &crate::authz::Authorizer {
+        &self.authorizer
+    }
+
+    /// The scheme served.
+    pub fn scheme(&self) -> &Scheme {
+        &self.scheme
+    }
+
+    /// Marks the server as shutting down: `/readyz` fails from now on.
+    pub fn begin_shutdown(&self) {
+        self.health.begin_shutdown();
+    }
+
+    /// How long a watch without `timeoutSeconds` lasts: a random time in
+    /// `[1x, 2x)` of `--min-request-timeout`.
+    pub(crate) fn default_watch_timeout(&self) -> Duration {
+        use rand::Rng;
+        let base = self.min_request_timeout.as_secs_f64();
+        Duration::from_secs_f64(base * (1.0 + rand::rng().random_range(0.0..1.0)))
+    }
+
+    /// Counts objects per resource into `apiserver_storage_objects`.
+    async fn update_storage_objects(&self) {
+        let mut seen = std::collections::HashSet::new();
+        for (store, _) in self.stores.iter() {
+            let info = store.kind().storage_info();
+            let resource = if info.group.is_empty() {
+                info.plural.to_string()
+            } else {
+                format!("{}.{}", info.plural, info.group)
+            };
+            if !seen.insert(resource.clone()) {
+                continue;
+            }
+            let count = tokio::time::timeout(
+                Duration::from_secs(2),
+                store.storage().count(store.prefix()),
+            )
+            .await;
+            if let Ok(Ok(n)) = count {
+                crate::metrics::global()
+                    .storage_objects
+                    .with_label_values(&[resource.as_str()])
+                    .set(n);
+            }
+        }
+    }
+
+    /// The store and kind serving `group`, `version` and `plural`.
+    fn store<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+        plural: &'a str,
+    ) -> Option<&'a (Store, &'static KindInfo)> {
+        self.stores.get(group, version, plural)
+    }
+
+    /// Whether a resource list (`/api/<version>` or
+    /// `/apis/<group>/<version>`) is served for `group` and `version`.
+    pub fn serves_version(&self, group: &str, version: &str) -> bool {
+        self.served_versions
+            .get(group)
+            .is_some_and(|versions| versions.iter().any(|v| v == version))
+    }
+
+    /// The whole API behind the filter chain: kube-apiserver's delegation
+    /// chain ([`delegation::Chain::standard`]) with this server as its core
+    /// link, and gzip response compression (the `compression` module's rules).
+    pub fn director(self: Arc<Self>) -> Director {
+        Director {
+            chain: delegation::Chain::standard(self),
+        }
+    }
+}
+
+/// What the filter chain ([`crate::filters::build`]) ends in: the
+/// delegation chain behind gzip compression.
+pub struct Director {
+    chain: delegation::Chain,
+}
+
+impl crate::filters::Handler for Director {
+    /// Serves `req` (which passed the filter chain).
+    async fn serve(&self, req: Request) -> Response {
+        compression::gzip(req, |req| self.chain.serve(req)).await
+    }
+}
+
+/// A JSON (or YAML) response with a status code.
+pub(crate) fn respond(code: StatusCode, format: Format, value: &Value) -> Response {
+    let body = match format {
+        Format::Json => serde_json::to_vec(value)
+            .map(Bytes::from)
+            .map_err(|e| e.to_string()),
+        Format::Yaml => serde_saphyr::to_string(value)
+            .map(Bytes::from)
+            .map_err(|e| e.to_string()),
+        // Only a Status has a kind-independent protobuf form; objects go
+        // through their kind's codec (`protobuf::respond_object`).
+        Format::Protobuf => match value.get("kind").and_then(Value::as_str) {
+            Some("Status") => serde_json::from_value::<Status>(value.clone())
+                .map(|s| Bytes::from(apiforge_core::protobuf::status_body(&s)))
+                .map_err(|e| e.to_string()),
+            _ => Err("no protobuf serializer for this object".into()),
+        },
+    };
+    match body {
+        Ok(body) => bytes_response(code, format.content_type(), body),
+        Err(e) => error_response(&Status::internal(e).into()),
+    }
+}
+
+/// Routes every request the core server owns (behind the filter chain,
+/// [`crate::filters`], and the delegation chain, [`delegation`]).
+async fn director(server: &ApiServer, req: Request) -> Response {
+    let params = Query::parse(req.uri().query().unwrap_or_default());
+    let info = crate::request::info::of(&req);
+    if info.is_resource_request {
+        let user = crate::request::user::user_of(&req)
+            .cloned()
+            .unwrap_or_default();
+        if crate::authz::reviews::is_review(&info) {
+            return crate::authz::reviews::handle(
+                &server.authenticator,
+                &server.authorizer,
+                &user,
+                &info,
+                req,
+            )
+            .await;
+        }
+        let handler = std::pin::pin!(resource::handle(server, info, params, req));
+        return crate::request::user::with_user(user, handler).await;
+    }
+    if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
+        return error_response(&Status::path_not_found().into());
+    }
+    let path = req.uri().path().to_string();
+    let mut segments = path.trim_start_matches('/').splitn(2, '/');
+    if let Some(endpoint) = segments.next().and_then(healthz::Endpoint::from_name) {
+        let check = segments.next().filter(|c| !c.is_empty());
+        return server.health.serve(endpoint, check, &params).await;
+    }
+    match path.as_str() {
+        "/metrics" => {
+            server.update_storage_objects().await;
+            bytes_response(
+                StatusCode::OK,
+                crate::metrics::CONTENT_TYPE,
+                Bytes::from(crate::metrics::global().render()),
+            )
+        }
+        "/version" => respond(
+            StatusCode::OK,
+            Format::Json,
+            &serde_json::to_value(&server.version).unwrap_or_default(),
+        ),
+        "/api" | "/apis" => discovery_root(server, &req, path.trim_start_matches('/')),
+        "/openapi/v3" => document(&req, server.docs.openapi_v3_index.as_ref(), false),
+        "/openapi/v2" => openapi_v2::serve(&req, &server.docs),
+        _ => {
+            if let Some(rest) = path.strip_prefix("/openapi/v3/") {
+                return document(
+                    &req,
+                    server.docs.openapi_v3.get(rest),
+                    params.get("hash").is_some(),
+                );
+            }
+            let trimmed = path.trim_matches('/');
+            let parts: Vec<&str> = trimmed.split('/').collect();
+            match parts.as_slice() {
+                ["apis", group] => document(&req, server.docs.groups.get(*group), false),
+                ["apis", _, _] | ["api", _] => {
+                    document(&req, server.docs.resource_lists.get(trimmed), false)
+                }
+                _ => error_response(&Status::path_not_found().into()),
+            }
+        }
+    }
+}
+
+fn accept(req: &Request) -> Option<&str> {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+}
+
+fn document(req: &Request, doc: Option<&documents::Document>, immutable: bool) -> Response {
+    let Some(doc) = doc else {
+        return error_response(&Status::path_not_found().into());
+    };
+    if negotiation::negotiate(accept(req), Allowed::default())
+        .is_none_or(|(f, _)| f != Format::Json)
+    {
+        return error_response(
+            &Status::not_acceptable(
+                "only the following media types are accepted: application/json",
+            )
+            .into(),
+        );
+    }
+    serve_document(req, doc, immutable)
+}
+
+/// Writes an already negotiated document, with its ETag (and 304 when the
+/// client's `If-None-Match` matches it) and cache headers.
+fn serve_document(req: &Request, doc: &documents::Document, immutable: bool) -> Response {
+    let etag = format!("\"{}\"", doc.hash);
+    let mut resp = if req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        == Some(etag.as_str())
+    {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        bytes_response(StatusCode::OK, "application/json", doc.body.clone())
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        resp.headers_mut().insert(header::ETAG, v);
+    }
+    let cache = if immutable {
+        "public, immutable"
+    } else {
+        "no-cache, private"
+    };
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    resp
+}
+
+fn discovery_root(server: &ApiServer, req: &Request, root: &str) -> Response {
+    let allowed = Allowed {
+        discovery: true,
+        ..Default::default()
+    };
+    match negotiation::negotiate(accept(req), allowed) {
+        Some((_, Target::Discovery(version))) => {
+            // The Accept header was negotiated here (with discovery
+            // allowed): a client asking only for the aggregated form gets it.
+            let Some(doc) = server
+                .docs
+                .aggregated
+                .get(&(root.to_string(), version.clone()))
+            else {
+                return error_response(&Status::path_not_found().into());
+            };
+            let mut resp = serve_document(req, doc, false);
+            let ct = format!(
+                "application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+            );
+            if let Ok(v) = HeaderValue::from_str(&ct)
+                && resp.status() == StatusCode::OK
+            {
+                resp.headers_mut().insert(header::CONTENT_TYPE, v);
+            }
+            resp.headers_mut()
+                .insert(header::VARY, HeaderValue::from_static("Accept"));
+            resp
+        }
+        Some((Format::Json, _)) => {
+            let doc = if root == "api" {
+                server.docs.api.as_ref()
+            } else {
+                server.docs.apis.as_ref()
+            };
+            match doc {
+                Some(doc) => serve_document(req, doc, false),
+                None => error_response(&Status::path_not_found().into()),
+            }
+        }
+        _ => error_response(
+            &Status::not_acceptable(
+                "only the following media types are accepted: application/json",
+            )
+            .into(),
+        ),
+    }
+}

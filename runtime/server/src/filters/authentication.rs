@@ -1,0 +1,47 @@
+//! Authentication (the generic apiserver's `WithAuthentication`): the
+//! request's user, from its client certificate or bearer token (or
+//! anonymous), goes into its extensions; a request that fails it ends with
+//! 401, audited when auditing is on.
+
+use std::sync::Arc;
+
+use crate::authn::Authenticator;
+use crate::request::user::ClientCertificate;
+
+/// The state of the authentication [`filter`].
+#[derive(Clone)]
+pub struct Authentication {
+    /// Who requests are from.
+    pub authenticator: Arc<Authenticator>,
+    /// With auditing on: where requests that fail authentication are
+    /// audited ([`crate::audit::failed_authentication`]).
+    pub failed_audit: Option<Arc<crate::audit::Auditor>>,
+}
+
+/// The authentication filter: the request's [`UserInfo`] goes into its
+/// extensions (as an `Arc<UserInfo>`, see [`user_of`]), or the request
+/// ends with 401 (audited, with auditing on).
+pub async fn filter(
+    state: &Authentication,
+    mut req: axum::extract::Request,
+    next: impl super::Next,
+) -> axum::response::Response {
+    let cert = req.extensions().get::<ClientCertificate>().cloned();
+    match state
+        .authenticator
+        .authenticate(req.headers_mut(), cert.as_ref())
+        .await
+    {
+        Ok(user) => {
+            req.extensions_mut().insert(Arc::new(user));
+            next.run(req).await
+        }
+        Err(e) => {
+            if let Some(auditor) = &state.failed_audit {
+                // Boxed: a rare path with a large future.
+                Box::pin(crate::audit::failed_authentication(auditor, req, e.code())).await;
+            }
+            crate::request::response::error_response(&e)
+        }
+    }
+}

@@ -1,0 +1,820 @@
+//! The watch cache (the generic apiserver's cacher) of one resource.
+//!
+//! A reflector task lists the resource's key prefix from storage, then
+//! watches it (with progress notifications), keeping:
+//! - the current objects, each kept as its JSON encoding in the storage
+//!   version (see [`CachedObject`]), in a persistent ordered map
+//!   (`imbl::OrdMap`): a reader takes an O(1) snapshot and never blocks
+//!   the reflector, and a paginated list keeps its snapshot for the
+//!   continue tokens that follow;
+//! - a window of recent events, so that watches can start from any
+//!   revision still in the window (older ones get 410 Gone);
+//! - the revision the cache has caught up with, which consistent reads wait
+//!   for (`resourceVersion` unset: the backend's current revision).
+//!
+//! Events fan out to watchers through bounded queues holding shared
+//! `Arc`s; a watcher whose queue is full is closed (its client re-lists and
+//! re-watches), so one slow client never slows the others or grows memory.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use imbl::OrdMap;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+
+use crate::error::{ApiError, ApiResult};
+use apiforge_core::meta::Status;
+use apiforge_storage::{self as storage, EventType, KeyValue, Revision, Storage, WatchItem};
+
+/// Settings of a watch cache.
+#[derive(Clone, Debug)]
+pub struct CacheOptions {
+    /// How many recent events are kept for watches that resume from a
+    /// revision.
+    pub window: usize,
+    /// Per-watcher queue length; a watcher that falls this far behind is
+    /// closed.
+    pub watcher_buffer: usize,
+    /// How long a read waits for the cache to reach the revision it needs
+    /// before answering 504 ("Too large resource version").
+    pub freshness_timeout: Duration,
+    /// How many paginated-list snapshots are kept for continue tokens.
+    pub snapshots: usize,
+    /// Per-resource event windows (`--watch-cache-sizes`), keyed by
+    /// `<resource>.<group>` (just `<resource>` for the core group); 0 turns
+    /// the watch cache off for that resource.
+    pub sizes: HashMap<String, usize>,
+    /// The cached resource as its metrics name it (`<resource>.<group>`,
+    /// just `<resource>` for the core group); the registry sets it per
+    /// store.
+    pub resource: String,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        CacheOptions {
+            // 100 s of 200 writes/s.
+            window: 20_000,
+            watcher_buffer: 1024,
+            freshness_timeout: Duration::from_secs(3),
+            snapshots: 64,
+            sizes: HashMap::new(),
+            resource: String::new(),
+        }
+    }
+}
+
+/// Turns a cached object's encoding in a version back into its hub form.
+pub type Rehydrate = Arc<dyn Fn(&'static str, &[u8]) -> Result<Value, String> + Send + Sync>;
+
+/// One cached object: its key, revision and content, plus its encodings,
+/// made once per served version and shared by every response and watcher
+/// that sends it.
+///
+/// Objects the watch cache reads from storage are kept only as one JSON
+/// encoding (the *primary* encoding, served as is for its version), not as
+/// a decoded JSON tree as well: a tree takes two to three times the bytes of
+/// its encoding, and a cache holding both would keep every object twice.
+/// The primary encoding starts in the storage version; the first request
+/// for another version whose encoding decodes back to the same hub object
+/// (a lossless conversion) makes that encoding the primary one instead of
+/// a second copy (once: a later version is memoized next to it). The hub form is decoded from the primary encoding on
+/// demand ([`CachedObject::object`]), which only selectors, other output
+/// formats and lossy versions need.
+pub struct CachedObject {
+    /// Storage key.
+    pub key: String,
+    /// Mod revision (the object's resourceVersion).
+    pub revision: Revision,
+    state: Mutex<Repr>,
+}
+
+struct Repr {
+    form: Form,
+    /// Encodings in other versions than the primary one.
+    encodings: Vec<(&'static str, bytes::Bytes)>,
+    /// Whether the primary encoding moved away from the initial version
+    /// (it moves at most once, so that clients of two versions end with
+    /// both encodings memoized rather than alternating).
+    moved: bool,
+}
+
+enum Form {
+    /// The hub form, `metadata.resourceVersion` set.
+    Decoded(Arc<Value>),
+    /// The JSON encoding in `version`, and how to decode it.
+    Encoded {
+        version: &'static str,
+        bytes: bytes::Bytes,
+        decode: Rehydrate,
+    },
+}
+
+impl std::fmt::Debug for CachedObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedObject")
+            .field("key", &self.key)
+            .field("revision", &self.revision)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CachedObject {
+    /// A cached object held in its hub form (`metadata.resourceVersion`
+    /// set), without encodings yet.
+    pub fn new(key: String, revision: Revision, object: Value) -> Self {
+        CachedObject {
+            key,
+            revision,
+            state: Mutex::new(Repr {
+                form: Form::Decoded(Arc::new(object)),
+                encodings: Vec::new(),
+                moved: false,
+            }),
+        }
+    }
+
+    /// A cached object held only as its JSON encoding in `version`
+    /// (`metadata.resourceVersion` set); `decode` turns an encoding back
+    /// into the hub form.
+    pub fn from_encoding(
+        key: String,
+        revision: Revision,
+        version: &'static str,
+        bytes: bytes::Bytes,
+        decode: Rehydrate,
+    ) -> Self {
+        CachedObject {
+            key,
+            revision,
+            state: Mutex::new(Repr {
+                form: Form::Encoded {
+                    version,
+                    bytes,
+                    decode,
+                },
+                encodings: Vec::new(),
+                moved: false,
+            }),
+        }
+    }
+
+    fn repr(&self) -> std::sync::MutexGuard<'_, Repr> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The object in its hub form (`metadata.resourceVersion` set),
+    /// decoded from its primary encoding when that is all the cache keeps.
+    pub fn object(&self) -> Result<Arc<Value>, String> {
+        let (version, bytes, decode) = match &self.repr().form {
+            Form::Decoded(v) => return Ok(v.clone()),
+            Form::Encoded {
+                version,
+                bytes,
+                decode,
+            } => (*version, bytes.clone(), decode.clone()),
+        };
+        decode(version, &bytes).map(Arc::new)
+    }
+
+    /// The object's JSON encoding in `version`, made by `encode` on first
+    /// use and shared afterwards.
+    pub fn encoded<E: From<String>>(
+        &self,
+        version: &'static str,
+        encode: impl FnOnce(&Value) -> Result<bytes::Bytes, E>,
+    ) -> Result<bytes::Bytes, E> {
+        {
+            let repr = self.repr();
+            if let Form::Encoded {
+                version: primary,
+                bytes,
+                ..
+            } = &repr.form
+                && *primary == version
+            {
+                return Ok(bytes.clone());
+            }
+            if let Some((_, bytes)) = repr.encodings.iter().find(|(v, _)| *v == version) {
+                return Ok(bytes.clone());
+            }
+        }
+        let object = self.object()?;
+        // Exactly sized: the encoding lives as long as the object is cached.
+        let bytes = bytes::Bytes::copy_from_slice(&encode(&object)?);
+        let mut repr = self.repr();
+        if repr.encodings.iter().any(|(v, _)| *v == version) {
+            return Ok(bytes);
+        }
+        if let Form::Encoded { decode, .. } = &repr.form
+            && !repr.moved
+        {
+            let decode = decode.clone();
+            // A lossless version replaces the primary encoding (once).
+            if decode(version, &bytes).is_ok_and(|back| back == *object) {
+                repr.form = Form::Encoded {
+                    version,
+                    bytes: bytes.clone(),
+                    decode,
+                };
+                repr.moved = true;
+                return Ok(bytes);
+            }
+        }
+        repr.encodings.push((version, bytes.clone()));
+        Ok(bytes)
+    }
+}
+
+/// One change seen by the cache.
+#[derive(Debug)]
+pub struct CachedEvent {
+    /// What happened.
+    pub kind: EventType,
+    /// The revision of the change.
+    pub revision: Revision,
+    /// The object after the change (for deletes: its last state, with the
+    /// delete's revision).
+    pub object: Arc<CachedObject>,
+    /// The object before the change.
+    pub prev: Option<Arc<CachedObject>>,
+}
+
+/// A started cache watch: the replayed or initial items, the revision
+/// they bring the watcher to, and the live items after it.
+pub struct CacheWatch {
+    /// Initial `Created` events (from the current state) or the replayed
+    /// window events.
+    pub initial: Vec<CacheItem>,
+    /// The cache's revision when the watch was registered: after `initial`
+    /// the watcher has seen everything up to it.
+    pub revision: Revision,
+    /// Everything after `revision`.
+    pub live: BoxStream<'static, CacheItem>,
+}
+
+impl CacheWatch {
+    /// The initial items followed by the live ones, as one stream.
+    pub fn into_stream(self) -> BoxStream<'static, CacheItem> {
+        futures::stream::iter(self.initial).chain(self.live).boxed()
+    }
+}
+
+/// An item of a cache watch.
+#[derive(Debug, Clone)]
+pub enum CacheItem {
+    /// A change.
+    Event(Arc<CachedEvent>),
+    /// Everything up to this revision has been delivered.
+    Progress(Revision),
+}
+
+type Objects = OrdMap<String, Arc<CachedObject>>;
+/// Turns a stored key-value into a cached object.
+type Decoder = Arc<dyn Fn(&KeyValue) -> ApiResult<CachedObject> + Send + Sync>;
+
+struct Slot {
+    id: u64,
+    prefix: String,
+    tx: mpsc::Sender<CacheItem>,
+}
+
+struct State {
+    objects: Objects,
+    revision: Revision,
+    events: VecDeque<Arc<CachedEvent>>,
+    /// Watches may resume from any revision ≥ this.
+    oldest: Revision,
+    ready: bool,
+    slots: Vec<Slot>,
+    next_id: u64,
+    /// The revision of the last event applied (several events share one
+    /// when a transaction wrote several keys).
+    last_event: Revision,
+}
+
+/// A consistent view of the cache at one revision.
+#[derive(Clone)]
+pub struct Snapshot {
+    objects: Objects,
+    /// The revision the snapshot is at.
+    pub revision: Revision,
+}
+
+impl Snapshot {
+    /// The object at `key`.
+    pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
+        self.objects.get(key).cloned()
+    }
+
+    /// Objects with keys under `prefix`, starting at `start` (inclusive).
+    pub fn range<'a>(
+        &'a self,
+        prefix: &'a str,
+        start: Option<&str>,
+    ) -> impl Iterator<Item = &'a Arc<CachedObject>> + 'a {
+        let from = match start {
+            Some(s) if s > prefix => s.to_string(),
+            _ => prefix.to_string(),
+        };
+        self.objects
+            .range(from..)
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| v)
+    }
+}
+
+/// The watch cache of one resource.
+pub struct WatchCache {
+    storage: Arc<dyn Storage>,
+    prefix: String,
+    opts: CacheOptions,
+    state: RwLock<State>,
+    revision_tx: watch::Sender<Revision>,
+    snapshots: Mutex<VecDeque<Snapshot>>,
+    /// Asks the reflector to re-list (when the backend's watch stopped
+    /// reporting progress, e.g. a resumed etcd watch with nothing to send).
+    resync: tokio::sync::Notify,
+}
+
+/// Reads a lock even if a panicking thread poisoned it (the state is only
+/// mutated in small, panic-free steps).
+fn read(lock: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write(lock: &RwLock<State>) -> std::sync::RwLockWriteGuard<'_, State> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl WatchCache {
+    /// Creates the cache of `prefix` and starts its reflector task (needs a
+    /// tokio runtime). `decode` turns a stored key-value into a cached
+    /// object.
+    pub fn start(
+        storage: Arc<dyn Storage>,
+        prefix: String,
+        opts: CacheOptions,
+        decode: Decoder,
+    ) -> Arc<WatchCache> {
+        let cache = Self::unstarted(storage, prefix, opts);
+        let weak = Arc::downgrade(&cache);
+        tokio::spawn(async move { reflect(weak, decode).await });
+        cache
+    }
+
+    /// An empty, not yet ready cache without its reflector.
+    fn unstarted(storage: Arc<dyn Storage>, prefix: String, opts: CacheOptions) -> Arc<WatchCache> {
+        let (revision_tx, _) = watch::channel(0);
+        Arc::new(WatchCache {
+            storage,
+            prefix,
+            opts,
+            state: RwLock::new(State {
+                objects: OrdMap::new(),
+                revision: 0,
+                events: VecDeque::new(),
+                oldest: 0,
+                ready: false,
+                slots: Vec::new(),
+                next_id: 0,
+                last_event: 0,
+            }),
+            revision_tx,
+            snapshots: Mutex::new(VecDeque::new()),
+            resync: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// The revision the cache has caught up with.
+    pub fn revision(&self) -> Revision {
+        read(&self.state).revision
+    }
+
+    /// Whether the cache is ready and has seen `revision`.
+    fn has_seen(&self, revision: Revision) -> bool {
+        let s = read(&self.state);
+        s.ready && s.revision >= revision
+    }
+
+    /// Waits until the cache is ready and has seen `revision`; 504 after the
+    /// freshness timeout. While behind, it asks the backend for progress
+    /// notifications (the cache may be behind only because the latest
+    /// writes went to other keys).
+    pub async fn wait_for(&self, revision: Revision) -> ApiResult<()> {
+        let mut rx = self.revision_tx.subscribe();
+        if self.has_seen(revision) {
+            return Ok(());
+        }
+        let deadline = tokio::time::Instant::now() + self.opts.freshness_timeout;
+        loop {
+            let _ = self.storage.request_progress().await;
+            let nudge = tokio::time::Instant::now() + Duration::from_millis(20);
+            let _ = tokio::time::timeout_at(nudge.min(deadline), rx.changed()).await;
+            if self.has_seen(revision) {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let current = self.revision();
+                return Err(ApiError::from(storage::Error::FutureRevision {
+                    requested: revision,
+                    current,
+                }));
+            }
+        }
+    }
+
+    /// Waits up to `limit` for the cache to see `revision`, without asking
+    /// the backend for progress: for a revision a client just got from a
+    /// write, whose event is on its way. Whether the cache saw it.
+    pub async fn sees_within(&self, revision: Revision, limit: Duration) -> bool {
+        let mut rx = self.revision_tx.subscribe();
+        let wait = async {
+            while !self.has_seen(revision) {
+                if rx.changed().await.is_err() {
+                    return false;
+                }
+            }
+            true
+        };
+        tokio::time::timeout(limit, wait).await.unwrap_or(false)
+    }
+
+    /// Waits until the cache has caught up with the backend's current
+    /// revision (a consistent read).
+    ///
+    /// If the cache cannot catch up in time (its backend watch stopped
+    /// reporting progress), the reflector re-lists and the read waits once
+    /// more: a consistent read is never answered from a stale cache.
+    pub async fn wait_consistent(&self) -> ApiResult<()> {
+        let current = self.storage.current_revision().await?;
+        match self.wait_for(current).await {
+            Err(e) if e.code() == 504 => {
+                tracing::warn!(prefix = %self.prefix, revision = current, "watch cache fell behind; re-listing");
+                self.resync.notify_one();
+                self.wait_for(current).await
+            }
+            other => other,
+        }
+    }
+
+    /// A snapshot of the current state (after the needed wait).
+    pub fn snapshot(&self) -> Snapshot {
+        let s = read(&self.state);
+        Snapshot {
+            objects: s.objects.clone(),
+            revision: s.revision,
+        }
+    }
+
+    /// Keeps a snapshot for later continue tokens.
+    pub fn remember(&self, snapshot: &Snapshot) {
+        let mut snaps = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if snaps.iter().any(|s| s.revision == snapshot.revision) {
+            return;
+        }
+        snaps.push_back(snapshot.clone());
+        while snaps.len() > self.opts.snapshots {
+            snaps.pop_front();
+        }
+    }
+
+    /// A remembered snapshot at exactly `revision`, or the current state if
+    /// the cache is at that revision.
+    pub fn snapshot_at(&self, revision: Revision) -> Option<Snapshot> {
+        let snaps = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(s) = snaps.iter().find(|s| s.revision == revision) {
+            return Some(s.clone());
+        }
+        drop(snaps);
+        let current = self.snapshot();
+        (current.revision == revision).then_some(current)
+    }
+
+    /// Starts a watch of keys under `prefix`. With `from` = `None` the
+    /// current objects come first as `Created` events (at the cache's
+    /// revision); with `Some(rev)` every change after `rev` is replayed
+    /// from the window (410 Gone when `rev` is older than the window).
+    pub fn watch(&self, prefix: &str, from: Option<Revision>) -> ApiResult<CacheWatch> {
+        let mut s = write(&self.state);
+        if !s.ready {
+            return Err(Status::unavailable("the watch cache is not ready yet; retry").into());
+        }
+        let initial: Vec<CacheItem> = match from {
+            None => s
+                .objects
+                .range(prefix.to_string()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(_, o)| {
+                    CacheItem::Event(Arc::new(CachedEvent {
+                        kind: EventType::Created,
+                        revision: o.revision,
+                        object: o.clone(),
+                        prev: None,
+                    }))
+                })
+                .collect(),
+            Some(rev) => {
+                if rev < s.oldest {
+                    return Err(Status::expired(format!(
+                        "too old resource version: {rev} ({})",
+                        s.oldest
+                    ))
+                    .into());
+                }
+                s.events
+                    .iter()
+                    .filter(|e| e.revision > rev && e.object.key.starts_with(prefix))
+                    .map(|e| CacheItem::Event(e.clone()))
+                    .collect()
+            }
+        };
+        let revision = s.revision;
+        let (tx, rx) = mpsc::channel(self.opts.watcher_buffer);
+        let id = s.next_id;
+        s.next_id += 1;
+        s.slots.push(Slot {
+            id,
+            prefix: prefix.to_string(),
+            tx,
+        });
+        drop(s);
+        let live = tokio_stream::wrappers::ReceiverStream::new(rx).boxed();
+        Ok(CacheWatch {
+            initial,
+            revision,
+            live,
+        })
+    }
+
+    /// The number of open watchers.
+    pub fn watchers(&self) -> usize {
+        read(&self.state).slots.len()
+    }
+
+    /// Closes every watcher (their streams end).
+    fn close_watchers(&self) {
+        write(&self.state).slots.clear();
+    }
+
+    fn replace(&self, objects: Objects, revision: Revision) {
+        let mut s = write(&self.state);
+        s.objects = objects;
+        s.revision = revision;
+        s.events.clear();
+        s.oldest = revision;
+        s.last_event = revision;
+        s.ready = true;
+        drop(s);
+        self.revision_tx.send_replace(revision);
+    }
+
+    /// The last state of a key deleted at `tombstone.mod_revision`, from
+    /// the cache's own copy: the storage watch does not send it (see
+    /// [`Storage::watch_without_prev`]). A delete of a key the cache does
+    /// not hold means the cache lost track; the error makes it re-list.
+    fn deleted_state(&self, tombstone: &storage::KeyValue) -> ApiResult<CachedObject> {
+        let Some(last) = read(&self.state).objects.get(&tombstone.key).cloned() else {
+            return Err(Status::internal(format!(
+                "the watch cache of {} holds no {} to delete at revision {}",
+                self.prefix, tombstone.key, tombstone.mod_revision
+            ))
+            .into());
+        };
+        let mut object = Arc::unwrap_or_clone(last.object().map_err(Status::internal)?);
+        super::set_resource_version(&mut object, tombstone.mod_revision);
+        Ok(CachedObject::new(
+            tombstone.key.clone(),
+            tombstone.mod_revision,
+            object,
+        ))
+    }
+
+    fn not_ready(&self) {
+        write(&self.state).ready = false;
+        self.close_watchers();
+    }
+
+    fn apply(&self, ev: storage::Event, decode: &Decoder) -> ApiResult<()> {
+        let object = Arc::new(if ev.kind == EventType::Deleted && ev.kv.value.is_empty() {
+            self.deleted_state(&ev.kv)?
+        } else {
+            decode(&ev.kv)?
+        });
+        let revision = ev.kv.mod_revision;
+        let mut s = write(&self.state);
+        if revision < s.revision || (revision == s.revision && revision != s.last_event) {
+            // The storage reported progress past this event before sending
+            // it (etcd before 3.4.31/3.5.13 can, etcd-io/etcd#15220). The
+            // cache cannot put it in order any more; re-listing is the only
+            // way not to lose it.
+            return Err(Status::internal(format!(
+                "event at revision {revision} arrived after the cache had reached revision {}",
+                s.revision
+            ))
+            .into());
+        }
+        s.last_event = revision;
+        let prev = match ev.kind {
+            EventType::Deleted => s.objects.remove(&ev.kv.key),
+            _ => s.objects.insert(ev.kv.key.clone(), object.clone()),
+        };
+        let event = Arc::new(CachedEvent {
+            kind: ev.kind,
+            revision,
+            object,
+            prev,
+        });
+        s.events.push_back(event.clone());
+        while s.events.len() > self.opts.window {
+            if let Some(old) = s.events.pop_front() {
+                s.oldest = old.revision;
+            }
+        }
+        s.revision = revision;
+        s.slots.retain(|slot| {
+            if !event.object.key.starts_with(&slot.prefix) {
+                return !slot.tx.is_closed();
+            }
+            match slot.tx.try_send(CacheItem::Event(event.clone())) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(watcher = slot.id, prefix = %slot.prefix, "watcher fell behind and was closed");
+                    crate::metrics::global()
+                        .terminated_watchers
+                        .with_label_values(&[self.opts.resource.as_str()])
+                        .inc();
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
+        drop(s);
+        self.revision_tx.send_replace(revision);
+        Ok(())
+    }
+
+    fn progress(&self, revision: Revision) {
+        let mut s = write(&self.state);
+        if revision <= s.revision {
+            return;
+        }
+        s.revision = revision;
+        // Progress markers are best effort: a full queue just skips one.
+        s.slots.retain(
+            |slot| match slot.tx.try_send(CacheItem::Progress(revision)) {
+                Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => true,
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            },
+        );
+        drop(s);
+        self.revision_tx.send_replace(revision);
+    }
+}
+
+/// The reflector: list, then watch; on any failure mark the cache not
+/// ready, close its watchers, back off and start over.
+async fn reflect(cache: std::sync::Weak<WatchCache>, decode: Decoder) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let Some(c) = cache.upgrade() else { return };
+        let started = Instant::now();
+        let result = reflect_once(&c, &decode).await;
+        if let Err(e) = &result {
+            tracing::warn!(prefix = %c.prefix, error = %e, "watch cache lost its watch; re-listing");
+        }
+        c.not_ready();
+        drop(c);
+        if started.elapsed() > Duration::from_secs(30) {
+            backoff = Duration::from_millis(100);
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), String> {
+    let list = cache
+        .storage
+        .list(&cache.prefix, storage::ListOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    // The cached objects hold their own encodings: each stored value is
+    // dropped as soon as its object is built rather than the whole list
+    // being held until the end of the load.
+    let revision = list.revision;
+    let mut objects = OrdMap::new();
+    for kv in list.items {
+        let object = decode(&kv).map_err(|e| e.to_string())?;
+        objects.insert(kv.key, Arc::new(object));
+    }
+    let mut stream = cache
+        .storage
+        .watch_without_prev(&cache.prefix, revision, true)
+        .await
+        .map_err(|e| e.to_string())?;
+    cache.replace(objects, revision);
+    loop {
+        let item = tokio::select! {
+            item = stream.next() => item,
+            () = cache.resync.notified() => return Err("re-list requested".into()),
+        };
+        let Some(item) = item else {
+            return Err("the storage watch ended".into());
+        };
+        match item.map_err(|e| e.to_string())? {
+            WatchItem::Event(ev) => cache.apply(ev, decode).map_err(|e| e.to_string())?,
+            WatchItem::Progress(rev) => cache.progress(rev),
+        }
+    }
+}
+
+/// Watch caches by key prefix, shared by the stores of one server.
+#[derive(Default)]
+pub struct Caches(Mutex<HashMap<String, Arc<WatchCache>>>);
+
+impl Caches {
+    /// The cache of `prefix`, started on first use.
+    pub fn get_or_start(
+        &self,
+        storage: &Arc<dyn Storage>,
+        prefix: &str,
+        opts: &CacheOptions,
+        decode: Decoder,
+    ) -> Arc<WatchCache> {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry(prefix.to_string())
+            .or_insert_with(|| {
+                WatchCache::start(storage.clone(), prefix.to_string(), opts.clone(), decode)
+            })
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apiforge_storage::embedded::{EmbeddedOptions, EmbeddedStore};
+
+    fn event(key: &str, revision: Revision) -> storage::Event {
+        storage::Event {
+            kind: EventType::Created,
+            kv: KeyValue {
+                key: key.to_string(),
+                value: bytes::Bytes::from_static(b"{}"),
+                create_revision: revision,
+                mod_revision: revision,
+                version: 1,
+            },
+            prev: None,
+        }
+    }
+
+    /// An event the storage delivers after reporting progress past it
+    /// (etcd-io/etcd#15220) is refused, so the reflector re-lists instead
+    /// of losing the object; several events of one transaction are not.
+    #[tokio::test]
+    async fn late_event_after_progress_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+        let decode: Decoder = Arc::new(|kv: &KeyValue| {
+            Ok(CachedObject::new(
+                kv.key.clone(),
+                kv.mod_revision,
+                Value::Object(Default::default()),
+            ))
+        });
+        let cache = WatchCache::unstarted(storage, "/t/".into(), CacheOptions::default());
+        cache.replace(OrdMap::new(), 10);
+        cache.apply(event("/t/a", 11), &decode).unwrap();
+        // A second key written by the same transaction.
+        cache.apply(event("/t/b", 11), &decode).unwrap();
+        cache.progress(20);
+        let late = cache.apply(event("/t/c", 15), &decode);
+        assert_eq!(late.map_err(|e| e.code()), Err(500));
+        let at_progress = cache.apply(event("/t/c", 20), &decode);
+        assert_eq!(at_progress.map_err(|e| e.code()), Err(500));
+        cache.apply(event("/t/c", 21), &decode).unwrap();
+        let snap = cache.snapshot();
+        assert_eq!(snap.revision, 21);
+        assert!(snap.get("/t/a").is_some() && snap.get("/t/b").is_some());
+    }
+}

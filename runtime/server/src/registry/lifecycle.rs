@@ -1,0 +1,311 @@
+//! Admission hooks, finalizers and graceful deletion of the registry store
+//! (the generic apiserver's `store.go` `Delete`/`finalizeDelete`/
+//! `ShouldDeleteDuringUpdate`, and the namespace registry's special delete).
+//!
+//! * An object whose `metadata.finalizers` is non-empty is not removed by a
+//!   DELETE: it gets `metadata.deletionTimestamp` and
+//!   `deletionGracePeriodSeconds: 0` and stays until an update removes its
+//!   last finalizer; that update removes it from storage.
+//! * A Namespace also waits for its `spec.finalizers` (the `kubernetes`
+//!   finalizer the namespace controller owns); its DELETE also sets
+//!   `status.phase: Terminating`.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Store, metadata_mut};
+use crate::admission::{self, Attributes, Operation};
+use crate::error::{ApiError, ApiResult};
+use apiforge_core::meta::{Status, Time};
+use apiforge_storage::{self as storage, KeyValue, Revision, WriteOutcome};
+
+/// What a DELETE did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeleteOutcome {
+    /// The object is gone; its last state.
+    Removed(Value),
+    /// The object waits for finalizers; its current (terminating) state.
+    Terminating(Value),
+}
+
+impl DeleteOutcome {
+    /// The object, whatever happened.
+    pub fn into_object(self) -> Value {
+        match self {
+            DeleteOutcome::Removed(v) | DeleteOutcome::Terminating(v) => v,
+        }
+    }
+}
+
+/// Whether a delete has to wait, after [`Store::graceful_delete`].
+pub(super) enum Graceful {
+    /// Nothing pending: remove the object now.
+    Immediate,
+    /// The object is (now) terminating.
+    Pending(Value),
+    /// The object changed meanwhile; read it again.
+    Retry,
+}
+
+fn string_list_non_empty(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_array).is_some_and(|a| !a.is_empty())
+}
+
+impl Store {
+    /// This store with the admission chain `chain` run by its writes.
+    pub fn with_admission(mut self, chain: Arc<admission::Chain>) -> Self {
+        self.admission = chain;
+        self
+    }
+
+    /// The admission chain this store's writes run.
+    pub fn admission(&self) -> &Arc<admission::Chain> {
+        &self.admission
+    }
+
+    /// True for the core `v1` Namespace kind, whose `spec.finalizers` also
+    /// hold up deletion.
+    fn is_namespace_kind(&self) -> bool {
+        self.info.group.is_empty() && self.info.plural == "namespaces"
+    }
+
+    fn attributes(
+        &self,
+        operation: Operation,
+        namespace: &str,
+        name: &str,
+        object: Option<Value>,
+        old_object: Option<Value>,
+        dry_run: bool,
+    ) -> Attributes {
+        Attributes {
+            operation: Some(operation),
+            group: self.info.group.into(),
+            version: self.info.version.into(),
+            kind: self.info.kind.into(),
+            resource: self.info.plural.into(),
+            subresource: self.subresource.into(),
+            namespace: if self.namespaced() {
+                namespace.into()
+            } else {
+                String::new()
+            },
+            name: name.into(),
+            object,
+            old_object,
+            dry_run,
+            user: crate::request::user::current_user()
+                .map(Into::into)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Runs the mutating admission plugins on `object` (create or update)
+    /// and returns the possibly changed object.
+    pub(super) async fn admit_object(
+        &self,
+        operation: Operation,
+        namespace: &str,
+        name: &str,
+        object: Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> ApiResult<Value> {
+        if !self.admission.wants(operation, self.info.group) {
+            return Ok(object);
+        }
+        let mut attrs = self.attributes(
+            operation,
+            namespace,
+            name,
+            Some(object),
+            old.cloned(),
+            dry_run,
+        );
+        self.admission.admit(&mut attrs).await?;
+        let object = attrs.object.ok_or_else(|| {
+            ApiError::from(Status::internal("an admission plugin removed the object"))
+        })?;
+        if !object.is_object() {
+            return Err(
+                Status::internal("an admission plugin made the object a non-object").into(),
+            );
+        }
+        Ok(object)
+    }
+
+    /// Runs the mutating admission plugins of a delete (no objects, as the
+    /// generic apiserver's delete handler).
+    pub(super) async fn admit_delete(
+        &self,
+        namespace: &str,
+        name: &str,
+        dry_run: bool,
+    ) -> ApiResult<()> {
+        if !self.admission.wants(Operation::Delete, self.info.group) {
+            return Ok(());
+        }
+        let mut attrs = self.attributes(Operation::Delete, namespace, name, None, None, dry_run);
+        self.admission.admit(&mut attrs).await
+    }
+
+    /// Runs the validating admission plugins on the final object.
+    pub(super) async fn validate_admission(
+        &self,
+        operation: Operation,
+        namespace: &str,
+        name: &str,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> ApiResult<()> {
+        if !self.admission.wants(operation, self.info.group) {
+            return Ok(());
+        }
+        let attrs = self.attributes(
+            operation,
+            namespace,
+            name,
+            object.cloned(),
+            old.cloned(),
+            dry_run,
+        );
+        self.admission.validate(&attrs).await
+    }
+
+    /// Reads one object from storage, bypassing the watch cache (a quorum
+    /// read, as kube's "live lookups").
+    pub async fn get_live(&self, namespace: &str, name: &str) -> ApiResult<Value> {
+        match self.storage.get(&self.key(namespace, name), 0).await? {
+            Some(kv) => self.decode(&kv),
+            None => Err(self.not_found(name)),
+        }
+    }
+
+    /// Whether finalizers still hold `obj` in storage.
+    pub fn has_finalizers(&self, obj: &Value) -> bool {
+        string_list_non_empty(obj.pointer("/metadata/finalizers"))
+            || (self.is_namespace_kind() && string_list_non_empty(obj.pointer("/spec/finalizers")))
+    }
+
+    fn is_deleting(obj: &Value) -> bool {
+        obj.pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null())
+    }
+
+    /// The finalizer step of a delete: an object with finalizers is marked
+    /// terminating (once) instead of being removed.
+    pub(super) async fn graceful_delete(
+        &self,
+        key: &str,
+        current: &KeyValue,
+        obj: &Value,
+        dry_run: bool,
+    ) -> ApiResult<Graceful> {
+        if !self.has_finalizers(obj) {
+            return Ok(Graceful::Immediate);
+        }
+        if Self::is_deleting(obj) {
+            return Ok(Graceful::Pending(obj.clone()));
+        }
+        let mut marked = obj.clone();
+        {
+            let meta = metadata_mut(&mut marked)?;
+            meta.insert(
+                "deletionTimestamp".into(),
+                Value::String(Time::now().to_string()),
+            );
+            meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+            if let Some(generation) = meta.get("generation").and_then(Value::as_i64)
+                && generation > 0
+            {
+                meta.insert("generation".into(), Value::from(generation + 1));
+            }
+        }
+        if self.is_namespace_kind()
+            && let Some(map) = marked.as_object_mut()
+        {
+            let status = map
+                .entry("status")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(status) = status.as_object_mut() {
+                status.insert("phase".into(), Value::String("Terminating".into()));
+            }
+        }
+        if dry_run {
+            return Ok(Graceful::Pending(marked));
+        }
+        let encoded = self.encode(&marked)?;
+        match self
+            .storage
+            .update(key, current.mod_revision, encoded.bytes.clone())
+            .await?
+        {
+            WriteOutcome::Done(kv) => {
+                Ok(Graceful::Pending(self.written(encoded, kv.mod_revision)?))
+            }
+            WriteOutcome::Conflict(_) => Ok(Graceful::Retry),
+        }
+    }
+
+    /// Writes `encoded` over the object at `key` if it is still at
+    /// `revision`. Returns the written object, or `None` when the object
+    /// changed meanwhile (a failed compare-and-swap). An object being
+    /// deleted whose last finalizer is gone then leaves storage.
+    pub(super) async fn write_update(
+        &self,
+        key: &str,
+        revision: Revision,
+        encoded: super::Encoded,
+    ) -> ApiResult<Option<Value>> {
+        let kv = match self
+            .storage
+            .update(key, revision, encoded.bytes.clone())
+            .await?
+        {
+            WriteOutcome::Done(kv) => kv,
+            WriteOutcome::Conflict(_) => return Ok(None),
+        };
+        let obj = self.written(encoded, kv.mod_revision)?;
+        if !Self::is_deleting(&obj) || self.has_finalizers(&obj) {
+            return Ok(Some(obj));
+        }
+        match self.storage.delete(key, Some(kv.mod_revision)).await {
+            // Changed or gone meanwhile: whoever changed it decides.
+            Ok(_) | Err(storage::Error::NotFound(_)) => Ok(Some(obj)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Changes an object in place without the strategy or admission (for
+    /// the server's own controllers, like kube's `/finalize` and `/status`
+    /// writes): `change` edits the current object and returns whether to
+    /// write it. Retries on conflicts; removes the object when it is being
+    /// deleted and its last finalizer went. Returns the new state, or
+    /// `None` when the object does not exist.
+    pub async fn update_internal(
+        &self,
+        namespace: &str,
+        name: &str,
+        mut change: impl FnMut(&mut Value) -> bool + Send,
+    ) -> ApiResult<Option<Value>> {
+        let key = self.key(namespace, name);
+        loop {
+            let Some(current) = self.storage.get(&key, 0).await? else {
+                return Ok(None);
+            };
+            let mut obj = self.decode(&current)?;
+            if !change(&mut obj) {
+                return Ok(Some(obj));
+            }
+            let encoded = self.encode(&obj)?;
+            if let Some(written) = self
+                .write_update(&key, current.mod_revision, encoded)
+                .await?
+            {
+                return Ok(Some(written));
+            }
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Serving: TLS, the listener, the admin kubeconfig, health checks,
+//! post-start and pre-shutdown hooks, and graceful shutdown.
+//!
+//! [`run`] takes a [`Config`], the scheme, the generated documents and a
+//! storage backend, and serves HTTPS (HTTP/1.1 and HTTP/2) through the
+//! filter chain ([`crate::filters`]) until the shutdown future completes.
+
+pub mod allocator;
+
+pub mod kubeconfig;
+pub mod lifecycle;
+pub mod tls;
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::endpoints::{ApiServer, ApiServerParts, Documents, VersionInfo};
+use crate::registry::Stores;
+use apiforge_core::scheme::Scheme;
+use apiforge_storage::Storage;
+
+/// How many bytes the kernel holds for a connection that it could not send
+/// yet (`TCP_NOTSENT_LOWAT`; data in flight to a reading client does not
+/// count, so throughput on long links is unaffected). Without it a client
+/// that stops reading has the send buffer autotuned up to `tcp_wmem` (4 MiB)
+/// of its watch events parked in the kernel, and its watch queue in the
+/// cache (see [`crate::registry::cache`]) would take that much longer to
+/// fill and get it dropped.
+const UNSENT_LIMIT: u32 = 128 * 1024;
+
+/// Errors of starting or running the server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read or written.
+    #[error("{0}: {1}")]
+    Io(PathBuf, #[source] std::io::Error),
+    /// Certificates could not be made or loaded.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// Start-up objects (system namespaces) could not be created.
+    #[error("bootstrap failed: {0}")]
+    Bootstrap(String),
+    /// Authentication or authorization configuration could not be loaded.
+    #[error("{0}")]
+    Auth(String),
+    /// The audit policy or a backend could not be loaded.
+    #[error("{0}")]
+    Audit(String),
+    /// The listener could not be bound.
+    #[error("failed to listen on {0}: {1}")]
+    Bind(SocketAddr, #[source] std::io::Error),
+    /// A post-start hook failed.
+    #[error("PostStartHook {0:?} failed: {1}")]
+    PostStartHook(String, String),
+}
+
+/// What the server needs to start.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Address to listen on.
+    pub bind_address: IpAddr,
+    /// Port to listen on (0 picks a free one).
+    pub secure_port: u16,
+    /// Where certificates, credentials and the kubeconfig live.
+    pub data_dir: PathBuf,
+    /// Serving certificate file; generated when `None`.
+    pub tls_cert_file: Option<PathBuf>,
+    /// Serving key file; generated when `None`.
+    pub tls_private_key_file: Option<PathBuf>,
+    /// SNI certificates (`--tls-sni-cert-key`), tried before the default.
+    pub tls_sni_cert_keys: Vec<tls::SniCertKey>,
+    /// The address clients use; defaults to the bind address (loopback when
+    /// unspecified).
+    pub advertise_address: Option<IpAddr>,
+    /// How long `/readyz` fails before the listener closes on shutdown.
+    pub shutdown_delay: Duration,
+    /// Storage key prefix (`/registry`).
+    pub storage_prefix: String,
+    /// Watch cache settings; `None` serves reads from storage.
+    pub watch_cache: Option<crate::registry::CacheOptions>,
+    /// The enabled admission plugins, in order.
+    pub admission: crate::admission::Plugins,
+    /// Timeouts, in-flight limits, CORS and HSTS of the filter chain.
+    pub filters: crate::filters::ChainConfig,
+    /// Authentication settings.
+    pub authentication: crate::authn::Options,
+    /// Authorization settings.
+    pub authorization: crate::authz::Options,
+    /// Identity lease timing.
+    pub identity_lease: crate::controllers::identity_lease::Options,
+    /// Auditing (`--audit-policy-file`, `--audit-log-*`,
+    /// `--audit-webhook-*`).
+    pub audit: crate::audit::Options,
+}
+
+impl Config {
+    /// Fills in what was left to defaults (the advertise address: the bind
+    /// address) and seals the result: [`run`] only takes a
+    /// [`CompletedConfig`], so a configuration cannot be served without
+    /// being completed.
+    pub fn complete(mut self) -> CompletedConfig {
+        if self.advertise_address.is_none() {
+            self.advertise_address = Some(self.bind_address);
+        }
+        CompletedConfig(self)
+    }
+}
+
+/// A [`Config`] after [`Config::complete`]; read its fields through
+/// `Deref`.
+#[derive(Clone, Debug)]
+pub struct CompletedConfig(Config);
+
+impl std::ops::Deref for CompletedConfig {
+    type Target = Config;
+
+    fn deref(&self) -> &Config {
+        &self.0
+    }
+}
+
+/// Starts serving and runs until `shutdown` completes, then shuts down
+/// gracefully: readiness fails, the listener closes after the shutdown
+/// delay, watches end, and in-flight requests finish.
+pub async fn run(
+    config: CompletedConfig,
+    scheme: Scheme,
+    docs: Documents,
+    storage: Arc<dyn Storage>,
+    version: VersionInfo,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), Error> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Io(config.data_dir.clone(), e))?;
+    let advertise = config.advertise_address.unwrap_or(config.bind_address);
+    let (cert, key, ca) = match (&config.tls_cert_file, &config.tls_private_key_file) {
+        (Some(cert), Some(key)) => (cert.clone(), key.clone(), cert.clone()),
+        _ => {
+            let extra = vec![
+                tls::advertised_host(advertise)
+                    .trim_matches(['[', ']'])
+                    .to_string(),
+            ];
+            let paths = tls::ensure_self_signed(&config.data_dir, &extra)?;
+            (paths.cert, paths.key, paths.ca)
+        }
+    };
+    let tls_config = tls::DynamicServerConfig::load(tls::ServingFiles {
+        cert: cert.clone(),
+        key: key.clone(),
+        sni: config.tls_sni_cert_keys.clone(),
+        client_cas: config
+            .authentication
+            .client_ca_files()
+            .into_iter()
+            .map(std::path::Path::to_path_buf)
+            .collect(),
+    })?;
+    let token = kubeconfig::ensure_admin_token(&config.data_dir.join("admin.token"))?;
+    let mut authenticator = crate::authn::Authenticator::new(&config.authentication, token.clone())
+        .map_err(|e| Error::Auth(e.to_string()))?;
+    let authorizer = crate::authz::Authorizer::new(&config.authorization)
+        .map_err(|e| Error::Auth(e.to_string()))?;
+    let auditor = crate::audit::Auditor::new(&config.audit).map_err(Error::Audit)?;
+
+    let addr = SocketAddr::new(config.bind_address, config.secure_port);
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| Error::Bind(addr, e))?;
+    let local = listener.local_addr().map_err(|e| Error::Bind(addr, e))?;
+    let url = format!(
+        "https://{}:{}",
+        tls::advertised_host(advertise),
+        local.port()
+    );
+    let ca_pem = std::fs::read(&ca).map_err(|e| Error::Io(ca.clone(), e))?;
+    let kubeconfig_path = config.data_dir.join("admin.kubeconfig");
+    kubeconfig::write_kubeconfig(&kubeconfig_path, &url, &ca_pem, &token)?;
+
+    // Watches end when `stop` turns true; controllers when `controllers_stop` does.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (controllers_stop_tx, controllers_stop_rx) = tokio::sync::watch::channel(false);
+
+    let storage: Arc<dyn Storage> = Arc::new(apiforge_storage::metered::Metered::new(
+        storage,
+        &config.storage_prefix,
+        Arc::new(crate::metrics::StorageObserver),
+    ));
+    let mut health = crate::endpoints::healthz::Health::default();
+    let storage_check = storage.health_check_name();
+    health.add_storage(storage_check, false, storage.clone());
+    if storage_check == "etcd" {
+        health.add_storage("etcd-readiness", true, storage.clone());
+    }
+    let rbac_stop_rx = controllers_stop_rx.clone();
+    let lease_stop_rx = controllers_stop_rx.clone();
+    let lease_options = config.identity_lease.clone();
+    let apf_stop_rx = controllers_stop_rx.clone();
+    let flow_control = config.filters.enable_priority_and_fairness.then(|| {
+        crate::flowcontrol::FlowControl::new(
+            config.filters.max_requests_inflight + config.filters.max_mutating_requests_inflight,
+        )
+    });
+    let apf_hook = flow_control.clone().map(|fc| {
+        lifecycle::Hook::new(
+            "priority-and-fairness-config-producer",
+            move |ctx: lifecycle::HookContext| async move {
+                crate::flowcontrol::start(ctx.server.stores(), fc, apf_stop_rx)
+                    .await
+                    .map_err(|e| e.to_string())
+            },
+        )
+    });
+    let mut hooks = vec![
+        lifecycle::Hook::new(
+            "bootstrap-system-namespaces",
+            |ctx: lifecycle::HookContext| async move {
+                ctx.server.bootstrap().await.map_err(|e| e.to_string())
+            },
+        ),
+        lifecycle::Hook::new(
+            "rbac/bootstrap-roles",
+            move |ctx: lifecycle::HookContext| async move {
+                crate::authz::rbac::start(
+                    ctx.server.authorizer().rbac().cloned(),
+                    ctx.server.stores(),
+                    rbac_stop_rx,
+                )
+                .await
+                .map_err(|e| e.to_string())
+            },
+        ),
+        lifecycle::Hook::new(
+            "start-kube-apiserver-identity-lease-controller",
+            move |ctx: lifecycle::HookContext| async move {
+                crate::controllers::identity_lease::start(
+                    ctx.server.stores(),
+                    crate::controllers::identity_lease::new_identity(),
+                    lease_options,
+                    lease_stop_rx,
+                );
+                Ok(())
+            },
+        ),
+        lifecycle::Hook::new(
+            "start-namespace-controller",
+            move |ctx: lifecycle::HookContext| async move {
+                crate::controllers::start(ctx.server.stores(), controllers_stop_rx);
+                Ok(())
+            },
+        ),
+    ];
+    hooks.extend(apf_hook);
+    let post_start = lifecycle::PostStartHooks::register(hooks, &mut health);
+    let pre_shutdown = vec![lifecycle::Hook::new(
+        "stop-namespace-controller",
+        move |_: lifecycle::HookContext| async move {
+            let _ = controllers_stop_tx.send(true);
+            Ok(())
+        },
+    )];
+    health.add_shutdown();
+
+    // RBAC's escalation check is an admission plugin of the RBAC kinds.
+    let admission =
+        match authorizer.rbac() {
+            Some(rbac) => config.admission.clone().with(Arc::new(
+                crate::authz::escalation::EscalationCheck::new(authorizer.clone(), rbac.clone()),
+            )),
+            None => config.admission.clone(),
+        };
+    let stores = Stores::new(
+        &scheme,
+        storage,
+        &config.storage_prefix,
+        config.watch_cache.as_ref(),
+        admission,
+    );
+    // Bootstrap tokens are Secrets in `kube-system`.
+    if let Some((secrets, _)) = stores.get("", "v1", "secrets") {
+        authenticator.set_secrets(secrets.clone());
+    }
+    let parts = ApiServerParts {
+        scheme,
+        stores: stores.clone(),
+        docs,
+        authenticator,
+        authorizer,
+        version,
+        health: Arc::new(health),
+        min_request_timeout: config.filters.min_request_timeout,
+    };
+    let server = Arc::new(ApiServer::new(parts, stop_rx.clone()));
+    let (service, chain) = crate::filters::build(
+        server.clone().director(),
+        &config.filters,
+        Arc::new(server.authenticator().clone()),
+        Arc::new(server.authorizer().clone()),
+        flow_control,
+        auditor,
+    );
+    let hook_ctx = lifecycle::HookContext {
+        server: server.clone(),
+    };
+    tracing::info!(%url, kubeconfig = %kubeconfig_path.display(), "serving; use: kubectl --kubeconfig {}", kubeconfig_path.display());
+
+    tokio::spawn(tls_config.clone().watch(stop_rx.clone()));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let builder = auto::Builder::new(TokioExecutor::new());
+    tokio::pin!(shutdown);
+    let post_start = post_start.run(hook_ctx.clone());
+    tokio::pin!(post_start);
+    let mut pre_shutdown = Some(pre_shutdown);
+    let mut pre_shutdown_task = None;
+    let delay = tokio::time::sleep(Duration::MAX);
+    tokio::pin!(delay);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (tcp, peer) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                };
+                let _ = tcp.set_nodelay(true);
+                // Bound what the kernel queues for a client that stopped
+                // reading (see `UNSENT_LIMIT`).
+                #[cfg(any(target_os = "linux", target_os = "android"))]
+                let _ = socket2::SockRef::from(&tcp).set_tcp_notsent_lowat(UNSENT_LIMIT);
+                let acceptor = TlsAcceptor::from(tls_config.current());
+                let service = service.clone();
+                let builder = builder.clone();
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                        Ok(Ok(tls)) => tls,
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => return,
+                    };
+                    // A verified client certificate authenticates every request of the connection.
+                    let cert = tls.get_ref().1.peer_certificates().filter(|c| !c.is_empty()).map(|c| {
+                        crate::request::user::ClientCertificate(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()))
+                    });
+                    let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+                        service,
+                        move |mut req: http::Request<hyper::body::Incoming>| {
+                            if let Some(cert) = &cert {
+                                req.extensions_mut().insert(cert.clone());
+                            }
+                            req.extensions_mut().insert(crate::request::PeerAddr(peer));
+                            req
+                        },
+                    ));
+                    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+                    if let Err(e) = watcher.watch(conn.into_owned()).await {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            (name, error) = &mut post_start => {
+                tracing::error!(hook = name, %error, "post-start hook failed; stopping");
+                return Err(Error::PostStartHook(name, error));
+            }
+            () = &mut shutdown, if pre_shutdown.is_some() => {
+                tracing::info!(delay = ?config.shutdown_delay, "shutdown requested; /readyz now fails");
+                server.begin_shutdown();
+                delay.as_mut().reset(tokio::time::Instant::now() + config.shutdown_delay);
+                let hooks = pre_shutdown.take().unwrap_or_default();
+                pre_shutdown_task = Some(tokio::spawn(lifecycle::run_pre_shutdown(hooks, hook_ctx.clone())));
+            }
+            () = &mut delay, if pre_shutdown.is_none() => break,
+        }
+    }
+    if let Some(task) = pre_shutdown_task {
+        let _ = task.await;
+    }
+    drop(listener);
+    tracing::info!("listener closed; draining in-flight requests");
+    chain.in_flight.close();
+    let drain = config.filters.request_timeout.max(Duration::from_secs(1)) + Duration::from_secs(1);
+    if tokio::time::timeout(drain, chain.in_flight.drained())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            in_flight = chain.in_flight.current(),
+            "in-flight requests did not finish within the request timeout"
+        );
+    }
+    // Watches end now, with a clean end of their streams.
+    let _ = stop_tx.send(true);
+    if tokio::time::timeout(Duration::from_secs(10), graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections did not close within 10s");
+    }
+    tracing::info!("shutdown complete");
+    Ok(())
+}

@@ -1,0 +1,419 @@
+//! The single writer thread: group commit of all pending write requests.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use redb::{Durability, ReadableTable, Table};
+use tokio::sync::{mpsc, oneshot};
+
+use super::codec::{decode_event_key, decode_kv, encode_event, encode_kv};
+use super::{DbHandle, HISTORY, KV, LOG, META, META_COMPACTED, META_CURRENT, Shared, db_err};
+use crate::{Error, Event, EventType, KeyValue, Result, Revision, WriteOutcome};
+
+/// Log entries deleted per batch (piggybacked on writes) by the garbage
+/// collection of compacted history.
+const GC_PER_BATCH: usize = 256;
+/// Log entries deleted per transaction while the writer is otherwise idle.
+const GC_PER_IDLE_STEP: usize = 4096;
+
+/// A batch stops taking requests once their keys and values add up to this.
+const MAX_BATCH_BYTES: usize = 64 << 20;
+
+/// A write operation.
+pub(super) enum Op {
+    Create {
+        key: String,
+        value: Bytes,
+    },
+    Update {
+        key: String,
+        expected: Revision,
+        value: Bytes,
+    },
+    Delete {
+        key: String,
+        expected: Option<Revision>,
+    },
+    Compact {
+        revision: Revision,
+    },
+}
+
+impl Op {
+    /// Bytes of key and value the operation writes.
+    fn size(&self) -> usize {
+        match self {
+            Op::Create { key, value } | Op::Update { key, value, .. } => {
+                key.len().saturating_add(value.len())
+            }
+            Op::Delete { key, .. } => key.len(),
+            Op::Compact { .. } => 0,
+        }
+    }
+}
+
+/// The writer's answer to one request.
+pub(super) enum Reply {
+    Outcome(WriteOutcome),
+    Compacted,
+}
+
+/// A write request and where to send its answer.
+pub(super) struct Request {
+    pub(super) op: Op,
+    pub(super) reply: oneshot::Sender<Result<Reply>>,
+}
+
+/// What one committed transaction did.
+struct Committed {
+    results: Vec<Result<Reply>>,
+    events: Vec<Arc<Event>>,
+    current: Revision,
+    compacted: Revision,
+    garbage_left: bool,
+}
+
+pub(super) struct Writer {
+    handle: Arc<DbHandle>,
+    rx: mpsc::Receiver<Request>,
+    shared: Arc<Shared>,
+    current: Revision,
+    compacted: Revision,
+    /// Whether log entries at or below `compacted` remain to be deleted.
+    gc_pending: bool,
+    max_batch: usize,
+}
+
+impl Writer {
+    pub(super) fn new(
+        handle: Arc<DbHandle>,
+        rx: mpsc::Receiver<Request>,
+        shared: Arc<Shared>,
+        current: Revision,
+        compacted: Revision,
+        gc_pending: bool,
+        max_batch: usize,
+    ) -> Self {
+        Self {
+            handle,
+            rx,
+            shared,
+            current,
+            compacted,
+            gc_pending,
+            max_batch,
+        }
+    }
+
+    /// The thread's main loop; returns when every sender is gone and the
+    /// queue is empty.
+    pub(super) fn run(mut self) {
+        // Compacted history left over from a previous run is collected too.
+        let mut gc_pending = self.gc_pending;
+        loop {
+            let first = if gc_pending {
+                match self.rx.try_recv() {
+                    Ok(req) => Some(req),
+                    Err(mpsc::error::TryRecvError::Empty) => None,
+                    Err(mpsc::error::TryRecvError::Disconnected) => break,
+                }
+            } else {
+                match self.rx.blocking_recv() {
+                    Some(req) => Some(req),
+                    None => break,
+                }
+            };
+            let Some(first) = first else {
+                gc_pending = match self.commit(&[], GC_PER_IDLE_STEP) {
+                    Ok(done) => self.finish(done, Vec::new()),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "collecting compacted history failed");
+                        false
+                    }
+                };
+                continue;
+            };
+            #[cfg(test)]
+            while self.shared.pause.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let mut bytes = first.op.size();
+            let mut batch = Vec::with_capacity(64);
+            batch.push(first);
+            while batch.len() < self.max_batch && bytes < MAX_BATCH_BYTES {
+                match self.rx.try_recv() {
+                    Ok(req) => {
+                        bytes = bytes.saturating_add(req.op.size());
+                        batch.push(req);
+                    }
+                    Err(_) => break,
+                }
+            }
+            gc_pending = self.process(batch);
+        }
+        tracing::debug!("embedded store writer stopped");
+    }
+
+    /// Applies, commits and answers one batch; returns whether compacted
+    /// history remains to be collected.
+    fn process(&mut self, batch: Vec<Request>) -> bool {
+        let ops: Vec<&Op> = batch.iter().map(|r| &r.op).collect();
+        match self.commit(&ops, GC_PER_BATCH) {
+            Ok(done) => self.finish(done, batch),
+            Err(e) if batch.len() > 1 => {
+                // Retry one by one so that one bad request cannot fail the
+                // others (an I/O failure fails each of them anyway).
+                tracing::warn!(error = %e, size = batch.len(), "batch commit failed, retrying requests one by one");
+                let mut pending = false;
+                for req in batch {
+                    pending = match self.commit(&[&req.op], GC_PER_BATCH) {
+                        Ok(done) => self.finish(done, vec![req]),
+                        Err(e) => {
+                            let _ = req.reply.send(Err(e));
+                            false
+                        }
+                    };
+                }
+                pending
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "commit failed");
+                for req in batch {
+                    let _ = req.reply.send(Err(clone_err(&e)));
+                }
+                false
+            }
+        }
+    }
+
+    /// After a successful commit: advance the counters, publish the events,
+    /// answer the requests.
+    fn finish(&mut self, done: Committed, batch: Vec<Request>) -> bool {
+        self.current = done.current;
+        self.compacted = done.compacted;
+        self.shared.committed.store(done.current, Ordering::Release);
+        self.shared
+            .compacted
+            .store(done.compacted, Ordering::Release);
+        self.shared.commits.fetch_add(1, Ordering::AcqRel);
+        super::lock(&self.shared.registry).publish(&done.events, done.current);
+        for (req, result) in batch.into_iter().zip(done.results) {
+            // The requester may have gone away; the write stands.
+            let _ = req.reply.send(result);
+        }
+        done.garbage_left
+    }
+
+    /// Applies `ops` in one write transaction and commits it durably.
+    fn commit(&self, ops: &[&Op], gc_limit: usize) -> Result<Committed> {
+        let mut txn = self.handle.db.begin_write().map_err(db_err)?;
+        txn.set_durability(Durability::Immediate).map_err(db_err)?;
+        let mut state = BatchState {
+            current: self.current,
+            compacted: self.compacted,
+            events: Vec::new(),
+        };
+        let mut results = Vec::with_capacity(ops.len());
+        let garbage_left;
+        {
+            let mut tables = Tables {
+                kv: txn.open_table(KV).map_err(db_err)?,
+                log: txn.open_table(LOG).map_err(db_err)?,
+                history: txn.open_table(HISTORY).map_err(db_err)?,
+            };
+            for op in ops {
+                results.push(tables.apply(op, &mut state)?);
+            }
+            let mut meta = txn.open_table(META).map_err(db_err)?;
+            if state.current != self.current {
+                meta.insert(META_CURRENT, state.current).map_err(db_err)?;
+            }
+            if state.compacted != self.compacted {
+                meta.insert(META_COMPACTED, state.compacted)
+                    .map_err(db_err)?;
+            }
+            garbage_left = tables.collect_garbage(state.compacted, gc_limit)?;
+        }
+        txn.commit().map_err(db_err)?;
+        Ok(Committed {
+            results,
+            events: state.events,
+            current: state.current,
+            compacted: state.compacted,
+            garbage_left,
+        })
+    }
+}
+
+fn clone_err(e: &Error) -> Error {
+    match e {
+        Error::Unavailable(m) => Error::Unavailable(m.clone()),
+        other => Error::Internal(other.to_string()),
+    }
+}
+
+/// Revision counters and events of the batch being applied.
+struct BatchState {
+    current: Revision,
+    compacted: Revision,
+    events: Vec<Arc<Event>>,
+}
+
+struct Tables<'txn> {
+    kv: Table<'txn, &'static str, &'static [u8]>,
+    log: Table<'txn, i64, &'static [u8]>,
+    history: Table<'txn, (&'static str, i64), ()>,
+}
+
+impl Tables<'_> {
+    fn current(&self, key: &str) -> Result<Option<KeyValue>> {
+        match self.kv.get(key).map_err(db_err)? {
+            Some(guard) => Ok(Some(decode_kv(key, guard.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Records a successful change at revision `event.kv.mod_revision`.
+    fn record(&mut self, event: Event, state: &mut BatchState) -> Result<()> {
+        let rev = event.kv.mod_revision;
+        let key = event.kv.key.as_str();
+        match event.kind {
+            EventType::Deleted => {
+                self.kv.remove(key).map_err(db_err)?;
+            }
+            _ => {
+                self.kv
+                    .insert(key, encode_kv(&event.kv).as_slice())
+                    .map_err(db_err)?;
+            }
+        }
+        self.log
+            .insert(rev, encode_event(&event)?.as_slice())
+            .map_err(db_err)?;
+        self.history.insert((key, rev), ()).map_err(db_err)?;
+        state.current = rev;
+        state.events.push(Arc::new(event));
+        Ok(())
+    }
+
+    /// Applies one operation. The outer error aborts the transaction; the
+    /// inner result is the operation's own answer.
+    fn apply(&mut self, op: &Op, state: &mut BatchState) -> Result<Result<Reply>> {
+        match op {
+            Op::Create { key, value } => {
+                if let Some(existing) = self.current(key)? {
+                    return Ok(Ok(Reply::Outcome(WriteOutcome::Conflict(Some(existing)))));
+                }
+                let rev = state.current + 1;
+                let kv = KeyValue {
+                    key: key.clone(),
+                    value: value.clone(),
+                    create_revision: rev,
+                    mod_revision: rev,
+                    version: 1,
+                };
+                self.record(
+                    Event {
+                        kind: EventType::Created,
+                        kv: kv.clone(),
+                        prev: None,
+                    },
+                    state,
+                )?;
+                Ok(Ok(Reply::Outcome(WriteOutcome::Done(kv))))
+            }
+            Op::Update {
+                key,
+                expected,
+                value,
+            } => {
+                let prev = match self.current(key)? {
+                    Some(prev) if prev.mod_revision == *expected => prev,
+                    other => return Ok(Ok(Reply::Outcome(WriteOutcome::Conflict(other)))),
+                };
+                let rev = state.current + 1;
+                let kv = KeyValue {
+                    key: key.clone(),
+                    value: value.clone(),
+                    create_revision: prev.create_revision,
+                    mod_revision: rev,
+                    version: prev.version + 1,
+                };
+                self.record(
+                    Event {
+                        kind: EventType::Modified,
+                        kv: kv.clone(),
+                        prev: Some(prev),
+                    },
+                    state,
+                )?;
+                Ok(Ok(Reply::Outcome(WriteOutcome::Done(kv))))
+            }
+            Op::Delete { key, expected } => {
+                let Some(prev) = self.current(key)? else {
+                    return Ok(Err(Error::NotFound(key.clone())));
+                };
+                if let Some(expected) = expected
+                    && prev.mod_revision != *expected
+                {
+                    return Ok(Ok(Reply::Outcome(WriteOutcome::Conflict(Some(prev)))));
+                }
+                let rev = state.current + 1;
+                let kv = KeyValue {
+                    mod_revision: rev,
+                    ..prev.clone()
+                };
+                self.record(
+                    Event {
+                        kind: EventType::Deleted,
+                        kv: kv.clone(),
+                        prev: Some(prev),
+                    },
+                    state,
+                )?;
+                Ok(Ok(Reply::Outcome(WriteOutcome::Done(kv))))
+            }
+            Op::Compact { revision } => {
+                if *revision > state.current {
+                    return Ok(Err(Error::FutureRevision {
+                        requested: *revision,
+                        current: state.current,
+                    }));
+                }
+                if *revision > state.compacted {
+                    state.compacted = *revision;
+                }
+                Ok(Ok(Reply::Compacted))
+            }
+        }
+    }
+
+    /// Deletes up to `limit` log entries at or below `compacted` (and their
+    /// index entries); returns whether more remain.
+    fn collect_garbage(&mut self, compacted: Revision, limit: usize) -> Result<bool> {
+        for _ in 0..limit {
+            let first = match self.log.first().map_err(db_err)? {
+                Some((rev, value)) if rev.value() <= compacted => {
+                    let key = decode_event_key(value.value()).ok().map(str::to_owned);
+                    Some((rev.value(), key))
+                }
+                _ => None,
+            };
+            let Some((rev, key)) = first else {
+                return Ok(false);
+            };
+            self.log.remove(rev).map_err(db_err)?;
+            match key {
+                Some(key) => {
+                    self.history.remove((key.as_str(), rev)).map_err(db_err)?;
+                }
+                None => tracing::warn!(revision = rev, "dropping an unreadable log record"),
+            }
+        }
+        Ok(matches!(
+            self.log.first().map_err(db_err)?,
+            Some((rev, _)) if rev.value() <= compacted
+        ))
+    }
+}
