@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+echo "== layering: apiforge-core serves nothing"
+# The type-level crate must not pull in an HTTP or TLS stack.
+if cargo tree -p apiforge-core -e normal --prefix none --locked | grep -E '^(hyper|axum|rustls|tokio-rustls|tokio) '; then
+  echo "apiforge-core depends on a serving crate (above)" >&2
+  exit 1
+fi
 echo "== cargo build"
 cargo build --workspace --all-targets --locked
 echo "== cargo clippy"
