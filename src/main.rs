@@ -63,10 +63,14 @@ fn main() -> anyhow::Result<()> {
 fn serve(opts: options::ServeOptions) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(opts.log_filter()));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    if opts.json_logs() {
+        logs.json().init();
+    } else {
+        logs.init();
+    }
     let plugins = opts.admission.resolve(&admission::registry())?;
     let mut config = opts.complete()?;
     config.server.admission = plugins;

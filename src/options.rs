@@ -288,6 +288,9 @@ pub(crate) struct ServeOptions {
     /// Log verbosity (0 = info, 2+ = debug, 5+ = trace); RUST_LOG overrides it.
     #[arg(short = 'v', long = "v", default_value_t = 0, help_heading = "Logs")]
     verbosity: u8,
+    /// Sets the log format. Permitted formats: "json", "text".
+    #[arg(long = "logging-format", default_value = "text", value_parser = ["text", "json"], help_heading = "Logs")]
+    logging_format: String,
     #[command(flatten)]
     pub(crate) admission: crate::admission::AdmissionFlags,
 }
@@ -302,6 +305,11 @@ pub(crate) struct CompletedOptions {
 }
 
 impl ServeOptions {
+    /// Whether log lines are JSON objects (`--logging-format=json`).
+    pub(crate) fn json_logs(&self) -> bool {
+        self.logging_format == "json"
+    }
+
     pub(crate) fn log_filter(&self) -> &'static str {
         match self.verbosity {
             0 | 1 => "info",

@@ -33,6 +33,7 @@ pub async fn filter(
         .await
     {
         Ok(user) => {
+            tracing::Span::current().record("user", user.name.as_str());
             req.extensions_mut().insert(Arc::new(user));
             next.run(req).await
         }
