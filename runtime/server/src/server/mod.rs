@@ -290,7 +290,7 @@ pub async fn run(
     }
     let parts = ApiServerParts {
         scheme,
-        stores: stores.clone(),
+        stores,
         docs,
         authenticator,
         authorizer,
