@@ -272,6 +272,9 @@ struct Runs {
     p99: Vec<f64>,
     max: Vec<f64>,
     errors: u64,
+    /// CPU time of the server process per successful request (µs), when
+    /// the server's pid was known.
+    cpu_us: Vec<f64>,
 }
 
 impl Runs {
@@ -285,6 +288,14 @@ impl Runs {
     }
     fn rate(&self) -> f64 {
         median(&self.rate)
+    }
+    /// Median server CPU per request (µs); NaN when not measured.
+    fn cpu_us(&self) -> f64 {
+        if self.cpu_us.is_empty() {
+            f64::NAN
+        } else {
+            median(&self.cpu_us)
+        }
     }
     fn mbps(&self) -> f64 {
         median(&self.byte_rate) / MIB
@@ -310,14 +321,38 @@ async fn compare<O: Op>(
     b: Option<&Target>,
     op: Arc<O>,
 ) -> anyhow::Result<(Runs, Runs)> {
+    compare_measured(settings, label, conns, (a, None), b, op).await
+}
+
+/// [`compare`], also reading the CPU time of the process serving `a` (its
+/// pid, when given) around each of its measured runs.
+async fn compare_measured<O: Op>(
+    settings: &Settings,
+    label: &str,
+    conns: usize,
+    (a, server_pid): (&Target, Option<u32>),
+    b: Option<&Target>,
+    op: Arc<O>,
+) -> anyhow::Result<(Runs, Runs)> {
+    let server_pid = server_pid.map(|p| p.to_string());
     let (mut ra, mut rb) = (Runs::default(), Runs::default());
     load::run(a, conns, settings.warmup, op.clone()).await?;
     if let Some(b) = b {
         load::run(b, conns, settings.warmup, op.clone()).await?;
     }
     for i in 0..settings.repeats {
+        let cpu_before = match &server_pid {
+            Some(pid) => Some(crate::procs::cpu_seconds(pid)?),
+            None => None,
+        };
         let r = load::run(a, conns, settings.run, op.clone()).await?;
         check(label, &r)?;
+        if let (Some(pid), Some(before)) = (&server_pid, cpu_before)
+            && r.requests > 0
+        {
+            let used = crate::procs::cpu_seconds(pid)? - before;
+            ra.cpu_us.push(used * 1e6 / r.requests as f64);
+        }
         progress!(
             "  {label} run {}/{}: apiforge {:.0} req/s, {:.1} MiB/s, p99 {:.2} ms",
             i + 1,
@@ -377,9 +412,12 @@ async fn get(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     progress!("  object is {} bytes", body.len());
     let reference = Reference::start(&f.server.data_dir, target, HashMap::new(), body).await?;
     let op = Arc::new(GetOp { path });
-    let (a, r) = compare(settings, S, 64, target, Some(&reference.target), op).await?;
+    let pid = Some(f.server.pid()?);
+    let (a, r) =
+        compare_measured(settings, S, 64, (target, pid), Some(&reference.target), op).await?;
     Ok(vec![
         Figure::vs(S, "req/s", a.rate(), r.rate(), Goal::RatioAtLeast(0.5)),
+        Figure::new(S, "server CPU µs per GET", a.cpu_us(), Goal::Info),
         Figure::vs(S, "p50 ms", a.p50(), r.p50(), Goal::Info),
         Figure::vs(S, "p99 ms", a.p99(), r.p99(), Goal::RatioAtMost(3.0)),
         Figure::vs(S, "max ms", a.max(), r.max(), Goal::Info),
@@ -707,7 +745,8 @@ async fn create_on(settings: &Settings, backend: &Backend) -> anyhow::Result<Vec
             prefix: format!("c{conns}-"),
         });
         let label = format!("create {} {conns} clients", backend.name());
-        let (a, _) = compare(settings, &label, conns, target, None, op).await?;
+        let pid = Some(f.server.pid()?);
+        let (a, _) = compare_measured(settings, &label, conns, (target, pid), None, op).await?;
         out.push(a);
     }
     Ok(out)
@@ -817,6 +856,12 @@ async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
         );
         fig.reference = on_etcd.map(Runs::p99);
         out.push(fig);
+        out.push(Figure::new(
+            S,
+            &format!("embedded server CPU µs per create, {conns} clients"),
+            runs.cpu_us(),
+            Goal::Info,
+        ));
         let errors = runs.errors + on_etcd.map_or(0, |e| e.errors);
         out.push(Figure::new(
             S,
