@@ -1,6 +1,5 @@
-use crate::attr::ResourceAttrs;
 use crate::ctxt::Ctxt;
-use crate::model::{FieldModel, ValidateModel};
+use crate::model::{ConvertModel, FieldModel, ResourceModel, ValidateModel};
 
 pub(crate) const FORMATS: &[&str] = &[
     "dns1123_label",
@@ -179,45 +178,38 @@ fn has_rules(f: &FieldModel) -> bool {
         || a.patch_strategy.is_some()
 }
 
-pub(crate) fn check_resource(cx: &Ctxt, attrs: &ResourceAttrs, input: &syn::DeriveInput) {
+pub(crate) fn check_resource(cx: &Ctxt, model: &ResourceModel) {
     // Generic kinds cannot have static facts.
-    if !attrs.generics.params.is_empty() {
+    if !model.generics.params.is_empty() {
         cx.push(
             darling::Error::custom("`Resource` cannot be derived for generic structs")
-                .with_span(&attrs.generics),
+                .with_span(&model.generics),
         );
     }
     // A kind has exactly one scope.
-    match (attrs.namespaced.is_present(), attrs.cluster.is_present()) {
+    match (model.namespaced.is_present(), model.cluster.is_present()) {
         (true, true) => cx.error(
-            attrs.cluster.span(),
+            model.cluster.span(),
             "`namespaced` and `cluster` are mutually exclusive",
         ),
         (false, false) => cx.error(
-            attrs.ident.span(),
+            model.ident.span(),
             "one of `namespaced` or `cluster` is required",
         ),
         _ => {}
     }
-    if attrs.version.is_empty() {
-        cx.error(attrs.version.span(), "`version` must not be empty");
+    if model.version.is_empty() {
+        cx.error(model.version.span(), "`version` must not be empty");
     }
     // Every object has metadata.
-    let has_metadata = match &input.data {
-        syn::Data::Struct(s) => s
-            .fields
-            .iter()
-            .any(|f| f.ident.as_ref().is_some_and(|i| i == "metadata")),
-        _ => false,
-    };
-    if !has_metadata {
+    if !model.has_metadata {
         cx.error(
-            attrs.ident.span(),
+            model.ident.span(),
             "a resource needs a `metadata: ObjectMeta` field",
         );
     }
     // Printer columns: a known type and a JSON path from the root.
-    for col in &attrs.printcolumn {
+    for col in &model.printer_columns {
         if !COLUMN_TYPES.contains(&col.type_.as_str()) {
             cx.error(
                 col.type_.span(),
@@ -233,14 +225,12 @@ pub(crate) fn check_resource(cx: &Ctxt, attrs: &ResourceAttrs, input: &syn::Deri
             cx.error(col.span(), "`printcolumn` priority must not be negative");
         }
     }
-    if let Some(fields) = &attrs.selectable_fields {
-        for lit in &fields.0 {
-            if !lit.value().starts_with('.') {
-                cx.error(lit.span(), "`selectable_fields` paths must start with '.'");
-            }
+    for lit in &model.selectable_fields {
+        if !lit.value().starts_with('.') {
+            cx.error(lit.span(), "`selectable_fields` paths must start with '.'");
         }
     }
-    if let Some(scale) = &attrs.subresource_scale {
+    if let Some(scale) = &model.subresource_scale {
         check_json_path(cx, &scale.spec_replicas_path, "subresource_scale");
         check_json_path(cx, &scale.status_replicas_path, "subresource_scale");
         if let Some(p) = &scale.label_selector_path {
@@ -248,10 +238,32 @@ pub(crate) fn check_resource(cx: &Ctxt, attrs: &ResourceAttrs, input: &syn::Deri
         }
     }
     // A deprecation warning only goes with `deprecated`.
-    if let Some(w) = &attrs.deprecation_warning
-        && !attrs.deprecated.is_present()
+    if let Some(w) = &model.deprecation_warning
+        && !model.deprecated.is_present()
     {
         cx.error(w.span(), "`deprecation_warning` needs `deprecated`");
+    }
+}
+
+pub(crate) fn check_convert(cx: &Ctxt, model: &ConvertModel) {
+    for field in &model.fields {
+        let a = &field.attrs;
+        // `skip` excludes the functions and the rename.
+        if a.skip.is_present()
+            && (a.rename.is_some() || a.into_hub.is_some() || a.from_hub.is_some())
+        {
+            cx.error(
+                a.skip.span(),
+                "`skip` cannot be combined with `rename`, `into_hub` or `from_hub`",
+            );
+        }
+        // The two directions go together.
+        if let (Some(p), None) | (None, Some(p)) = (&a.into_hub, &a.from_hub) {
+            cx.push(
+                darling::Error::custom("`into_hub` and `from_hub` must be given together")
+                    .with_span(p),
+            );
+        }
     }
 }
 

@@ -1,6 +1,10 @@
+use darling::util::{Flag, SpannedValue};
 use darling::{FromDeriveInput, FromField};
 
-use crate::attr::{CelAttr, FieldAttrs, ValidateContainerAttrs, duplicates};
+use crate::attr::{
+    CelAttr, ConvertContainerAttrs, ConvertFieldAttrs, FieldAttrs, PrintColumnAttr, ResourceAttrs,
+    ValidateContainerAttrs, duplicates,
+};
 use crate::ctxt::Ctxt;
 
 /// How serde names and treats a field.
@@ -17,7 +21,8 @@ pub(crate) struct SerdeField {
 /// A struct whose fields carry `#[validate(...)]` rules.
 pub(crate) struct ValidateModel {
     pub(crate) ident: syn::Ident,
-    pub(crate) krate: syn::Path,
+    /// `<crate>::codegen::v1`: the one path generated code names.
+    pub(crate) codegen: syn::Path,
     pub(crate) fields: Vec<FieldModel>,
     pub(crate) unions: Vec<Union>,
     pub(crate) cel: Vec<CelAttr>,
@@ -43,6 +48,12 @@ pub(crate) struct FieldModel {
 
 pub(crate) fn default_krate() -> syn::Path {
     syn::parse_quote!(::apiforge_runtime)
+}
+
+/// The module of the runtime that generated code names, and the only one:
+/// `<crate>::codegen::v1`.
+pub(crate) fn codegen(krate: &syn::Path) -> syn::Path {
+    syn::parse_quote!(#krate::codegen::v1)
 }
 
 pub(crate) fn is_option(ty: &syn::Type) -> bool {
@@ -236,10 +247,236 @@ impl ValidateModel {
         }
         Some(ValidateModel {
             ident: input.ident.clone(),
-            krate: krate.or(container.krate).unwrap_or_else(default_krate),
+            codegen: codegen(&krate.or(container.krate).unwrap_or_else(default_krate)),
             fields,
             unions,
             cel: container.cel,
+        })
+    }
+}
+
+/// A kind's scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    Namespaced,
+    Cluster,
+}
+
+/// The `scale` subresource of a kind.
+pub(crate) struct Scale {
+    pub(crate) spec_replicas_path: SpannedValue<String>,
+    pub(crate) status_replicas_path: SpannedValue<String>,
+    /// The label selector path as written (checked when given).
+    pub(crate) label_selector_path: Option<SpannedValue<String>>,
+    /// The published label selector path: `""` when none is given.
+    pub(crate) label_selector: String,
+}
+
+/// A kind: the `#[resource(...)]` facts with every name and default
+/// resolved. The field rules are a separate [`ValidateModel`].
+pub(crate) struct ResourceModel {
+    pub(crate) ident: syn::Ident,
+    pub(crate) generics: syn::Generics,
+    /// `crate = path` of `#[resource]`, as written; the [`ValidateModel`]
+    /// resolves it with `#[validate(crate = path)]` and the default.
+    pub(crate) krate: Option<syn::Path>,
+    /// Whether the struct has a `metadata` field.
+    pub(crate) has_metadata: bool,
+    pub(crate) group: String,
+    pub(crate) version: SpannedValue<String>,
+    /// `kind`, or the struct's name.
+    pub(crate) kind: String,
+    /// `plural`, or the lower-case kind + `s`.
+    pub(crate) plural: String,
+    /// `singular`, or the lower-case kind.
+    pub(crate) singular: String,
+    /// Namespaced when `namespaced` is given, cluster otherwise; the check
+    /// requires exactly one of the two flags.
+    pub(crate) scope: Scope,
+    pub(crate) namespaced: Flag,
+    pub(crate) cluster: Flag,
+    pub(crate) short_names: Vec<String>,
+    pub(crate) categories: Vec<String>,
+    /// `openapi_name`, or `<reversed group>.<version>.<Kind>`.
+    pub(crate) openapi_name: String,
+    pub(crate) printer_columns: Vec<SpannedValue<PrintColumnAttr>>,
+    pub(crate) selectable_fields: Vec<syn::LitStr>,
+    pub(crate) subresource_status: bool,
+    pub(crate) subresource_scale: Option<Scale>,
+    pub(crate) deprecated: Flag,
+    pub(crate) deprecation_warning: Option<SpannedValue<String>>,
+    pub(crate) default_strategy: bool,
+}
+
+/// The default OpenAPI model name: `<reversed group>.<version>.<Kind>`
+/// (`io.k8s.api.core.<version>.<Kind>` for the core group).
+pub(crate) fn openapi_name(group: &str, version: &str, kind: &str) -> String {
+    let mut parts: Vec<&str> = group.split('.').filter(|p| !p.is_empty()).collect();
+    parts.reverse();
+    if parts.is_empty() {
+        format!("io.k8s.api.core.{version}.{kind}")
+    } else {
+        format!("{}.{version}.{kind}", parts.join("."))
+    }
+}
+
+impl ResourceModel {
+    /// Builds the model of a struct's `#[resource]` attributes, resolving
+    /// the names and defaults; errors go into `cx`.
+    pub(crate) fn from_ast(cx: &Ctxt, input: &syn::DeriveInput) -> Option<ResourceModel> {
+        let dups = duplicates(&input.attrs, "resource");
+        let has_duplicates = !dups.is_empty();
+        dups.into_iter().for_each(|e| cx.push(e));
+        let attrs = match ResourceAttrs::from_derive_input(input) {
+            Ok(a) => a,
+            Err(e) => {
+                // A duplicate key is already reported as such.
+                if !has_duplicates {
+                    cx.push(e);
+                }
+                return None;
+            }
+        };
+        let has_metadata = match &input.data {
+            syn::Data::Struct(s) => s
+                .fields
+                .iter()
+                .any(|f| f.ident.as_ref().is_some_and(|i| i == "metadata")),
+            _ => false,
+        };
+        let kind = attrs.kind.unwrap_or_else(|| attrs.ident.to_string());
+        let lower = kind.to_lowercase();
+        let plural = attrs.plural.unwrap_or_else(|| format!("{lower}s"));
+        let singular = attrs.singular.unwrap_or(lower);
+        let openapi_name = attrs
+            .openapi_name
+            .unwrap_or_else(|| openapi_name(&attrs.group, &attrs.version, &kind));
+        let scope = if attrs.namespaced.is_present() {
+            Scope::Namespaced
+        } else {
+            Scope::Cluster
+        };
+        let subresource_scale = attrs.subresource_scale.map(|s| {
+            let s = s.into_inner();
+            let label_selector = s
+                .label_selector_path
+                .as_ref()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_default();
+            Scale {
+                spec_replicas_path: s.spec_replicas_path,
+                status_replicas_path: s.status_replicas_path,
+                label_selector_path: s.label_selector_path,
+                label_selector,
+            }
+        });
+        Some(ResourceModel {
+            ident: attrs.ident,
+            generics: attrs.generics,
+            krate: attrs.krate,
+            has_metadata,
+            group: attrs.group,
+            version: attrs.version,
+            kind,
+            plural,
+            singular,
+            scope,
+            namespaced: attrs.namespaced,
+            cluster: attrs.cluster,
+            short_names: attrs.short_names.map(|s| s.values()).unwrap_or_default(),
+            categories: attrs.categories.map(|s| s.values()).unwrap_or_default(),
+            openapi_name,
+            printer_columns: attrs.printcolumn,
+            selectable_fields: attrs
+                .selectable_fields
+                .map(|s| s.into_inner().0)
+                .unwrap_or_default(),
+            subresource_status: attrs.subresource_status.is_present(),
+            subresource_scale,
+            deprecated: attrs.deprecated,
+            deprecation_warning: attrs.deprecation_warning,
+            default_strategy: attrs.default_strategy.is_present(),
+        })
+    }
+}
+
+/// A version type that converts to and from its hub.
+pub(crate) struct ConvertModel {
+    pub(crate) ident: syn::Ident,
+    /// `<crate>::codegen::v1`: the one path generated code names.
+    pub(crate) codegen: syn::Path,
+    pub(crate) hub: syn::Path,
+    pub(crate) hub_default: bool,
+    pub(crate) fields: Vec<ConvertField>,
+}
+
+pub(crate) struct ConvertField {
+    pub(crate) ident: syn::Ident,
+    /// The hub field it corresponds to: `rename`, or the same name.
+    pub(crate) hub_ident: syn::Ident,
+    pub(crate) attrs: ConvertFieldAttrs,
+}
+
+impl ConvertModel {
+    /// Builds the model of a struct's `#[convert]` attributes; errors go
+    /// into `cx`. Without a usable container attribute there is no model,
+    /// but the fields' errors are still collected.
+    pub(crate) fn from_ast(cx: &Ctxt, input: &syn::DeriveInput) -> Option<ConvertModel> {
+        let dups = duplicates(&input.attrs, "convert");
+        let has_duplicates = !dups.is_empty();
+        dups.into_iter().for_each(|e| cx.push(e));
+        let container = match ConvertContainerAttrs::from_derive_input(input) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                // A duplicate key is already reported as such.
+                if !has_duplicates {
+                    cx.push(e);
+                }
+                None
+            }
+        };
+        let syn::Data::Struct(data) = &input.data else {
+            // darling reports the shape when it reads the container.
+            if container.is_some() {
+                cx.push(
+                    darling::Error::custom("`Convert` can only be derived for structs")
+                        .with_span(&input.ident),
+                );
+            }
+            return None;
+        };
+        let mut fields = Vec::new();
+        for field in &data.fields {
+            let dups = duplicates(&field.attrs, "convert");
+            let has_duplicates = !dups.is_empty();
+            dups.into_iter().for_each(|e| cx.push(e));
+            let attrs = match ConvertFieldAttrs::from_field(field) {
+                Ok(a) => a,
+                Err(e) => {
+                    if !has_duplicates {
+                        cx.push(e);
+                    }
+                    continue;
+                }
+            };
+            // Unnamed fields are the container's shape error.
+            let Some(ident) = attrs.ident.clone() else {
+                continue;
+            };
+            let hub_ident = attrs.rename.clone().unwrap_or_else(|| ident.clone());
+            fields.push(ConvertField {
+                ident,
+                hub_ident,
+                attrs,
+            });
+        }
+        let container = container?;
+        Some(ConvertModel {
+            ident: container.ident,
+            codegen: codegen(&container.krate.unwrap_or_else(default_krate)),
+            hub: container.hub,
+            hub_default: container.hub_default.is_present(),
+            fields,
         })
     }
 }

@@ -222,3 +222,275 @@ fn errors_expand_to_compile_error_and_stubs() {
     assert!(text.contains("`namespaced` and `cluster` are mutually exclusive"));
     assert!(text.contains("KindInfo :: EMPTY"));
 }
+
+/// The paths in `tokens` that start at the crate `root` (`root::...` or
+/// `::root::...`) and do not continue with `codegen::v1::`, and the number
+/// of paths that do.
+fn paths_from(tokens: proc_macro2::TokenStream, root: &str) -> (Vec<String>, usize) {
+    use proc_macro2::TokenTree;
+    fn walk(tokens: proc_macro2::TokenStream, root: &str, bad: &mut Vec<String>, good: &mut usize) {
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        let is_sep = |i: usize| {
+            matches!(
+                (tts.get(i), tts.get(i + 1)),
+                (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                    if a.as_char() == ':' && b.as_char() == ':'
+            )
+        };
+        let is_ident =
+            |i: usize, name: &str| matches!(tts.get(i), Some(TokenTree::Ident(id)) if id == name);
+        for (i, tt) in tts.iter().enumerate() {
+            match tt {
+                TokenTree::Group(g) => walk(g.stream(), root, bad, good),
+                TokenTree::Ident(id) if id == root => {
+                    if is_sep(i + 1)
+                        && is_ident(i + 3, "codegen")
+                        && is_sep(i + 4)
+                        && is_ident(i + 6, "v1")
+                        && is_sep(i + 7)
+                    {
+                        *good += 1;
+                    } else {
+                        let rest: proc_macro2::TokenStream =
+                            tts[i..tts.len().min(i + 8)].iter().cloned().collect();
+                        bad.push(rest.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let (mut bad, mut good) = (Vec::new(), 0);
+    walk(tokens, root, &mut bad, &mut good);
+    (bad, good)
+}
+
+/// Generated code names the runtime only through `codegen::v1`.
+fn assert_only_codegen(name: &str, tokens: proc_macro2::TokenStream, root: &str) {
+    let (bad, good) = paths_from(tokens, root);
+    assert!(
+        bad.is_empty(),
+        "{name}: paths outside `{root}::codegen::v1`: {bad:#?}"
+    );
+    assert!(good > 0, "{name}: no path through `{root}::codegen::v1`");
+}
+
+#[test]
+fn generated_code_names_only_the_codegen_module() {
+    let validate = input(quote! {
+        #[serde(rename_all = "camelCase")]
+        #[validate(one_of(url, secret_ref), at_most_one_of(a, b),
+            cel(rule = "self.minSize <= self.maxSize", message = "min over max"),
+            cel(rule = "self == oldSelf"))]
+        pub struct Spec {
+            #[validate(required, minimum = 1, maximum = 5, exclusive_maximum, default = 1, immutable)]
+            pub min_size: Option<i32>,
+            #[validate(optional, minimum = 0.5, exclusive_minimum)]
+            pub max_size: f64,
+            #[validate(min_length = 1, max_length = 10, pattern = "^[a-z]+$", format = "dns1123_label", cel(rule = "self != oldSelf"))]
+            pub url: Option<String>,
+            #[validate(enum_values = ["a", "b"], default = "a")]
+            pub secret_ref: Option<String>,
+            pub a: Option<String>,
+            pub b: Option<String>,
+            #[validate(list_type = "map", list_map_keys = ["name"], patch_strategy = "merge", patch_merge_key = "name", min_items = 1, max_items = 3)]
+            pub ports: Vec<Port>,
+            #[validate(list_type = "set")]
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            pub tags: Vec<String>,
+            #[validate(custom = check_even)]
+            pub stripes: i32,
+            #[serde(flatten)]
+            pub rest: Rest,
+            #[serde(skip)]
+            pub cache: Cache,
+        }
+    });
+    let resource = input(quote! {
+        #[resource(group = "showcase.example.com", version = "v1", namespaced, short_names = ["db"],
+            categories = ["all"], kind = "Db", plural = "dbs", singular = "db", openapi_name = "x.v1.Db",
+            printcolumn(name = "Replicas", type = "integer", json_path = ".spec.replicas", priority = 1, description = "r", format = "int32"),
+            selectable_fields = [".spec.engine"], subresource_status,
+            subresource_scale(spec_replicas_path = ".spec.replicas", status_replicas_path = ".status.replicas", label_selector_path = ".status.selector"),
+            deprecated, deprecation_warning = "use v2", default_strategy)]
+        #[validate(cel(rule = "has(self.spec)"))]
+        pub struct Database {
+            pub metadata: ObjectMeta,
+            #[validate(required)]
+            pub spec: DatabaseSpec,
+            pub status: Option<DatabaseStatus>,
+        }
+    });
+    let cluster = input(quote! {
+        #[resource(group = "", version = "v1", cluster)]
+        pub struct Node { pub metadata: ObjectMeta }
+    });
+    let convert = input(quote! {
+        #[convert(hub = super::v1::Spec, hub_default)]
+        pub struct Spec {
+            pub engine: Engine,
+            #[convert(rename = storage_size)]
+            pub size: String,
+            #[convert(into_hub = tier_into_hub, from_hub = tier_from_hub)]
+            pub tier: String,
+            #[convert(skip)]
+            pub legacy: bool,
+        }
+    });
+    let expansions = [
+        ("Validate", crate::expand::derive_validate(&validate)),
+        ("Resource", crate::expand::derive_resource(&resource)),
+        (
+            "Resource (cluster)",
+            crate::expand::derive_resource(&cluster),
+        ),
+        ("Convert", crate::expand::derive_convert(&convert)),
+    ];
+    for (name, tokens) in expansions {
+        assert!(
+            !tokens.to_string().contains("compile_error"),
+            "{name}: {tokens}"
+        );
+        assert_only_codegen(name, tokens, "apiforge_runtime");
+    }
+
+    // The stubs that stand in after an error, too.
+    let bad_validate = input(quote! {
+        pub struct Spec {
+            #[validate(format = "email")]
+            pub contact: String,
+        }
+    });
+    let bad_resource = input(quote! {
+        #[resource(group = "g", version = "v1", namespaced, cluster)]
+        pub struct X { pub metadata: ObjectMeta }
+    });
+    let bad_convert = input(quote! {
+        #[convert(hub = Hub)]
+        pub struct V {
+            #[convert(into_hub = a_into_hub)]
+            pub a: String,
+        }
+    });
+    let stubs = [
+        (
+            "Validate stub",
+            crate::expand::derive_validate(&bad_validate),
+        ),
+        (
+            "Resource stub",
+            crate::expand::derive_resource(&bad_resource),
+        ),
+        ("Convert stub", crate::expand::derive_convert(&bad_convert)),
+    ];
+    for (name, tokens) in stubs {
+        assert!(
+            tokens.to_string().contains("compile_error"),
+            "{name}: {tokens}"
+        );
+        assert_only_codegen(name, tokens, "apiforge_runtime");
+    }
+
+    // `crate = path` moves the whole contract.
+    let renamed = [
+        crate::expand::derive_resource(&input(quote! {
+            #[resource(group = "g.example.com", version = "v1", namespaced, crate = ::my_runtime)]
+            pub struct X { pub metadata: ObjectMeta }
+        })),
+        crate::expand::derive_validate(&input(quote! {
+            #[validate(crate = my_runtime)]
+            pub struct Y { #[validate(minimum = 1)] pub n: i32 }
+        })),
+        crate::expand::derive_convert(&input(quote! {
+            #[convert(hub = Hub, crate = my_runtime)]
+            pub struct Z { pub n: i32 }
+        })),
+    ];
+    for tokens in renamed {
+        let (bad, _) = paths_from(tokens.clone(), "apiforge_runtime");
+        assert!(bad.is_empty(), "{bad:#?}");
+        assert!(!tokens.to_string().contains("apiforge_runtime"), "{tokens}");
+        assert_only_codegen("crate = my_runtime", tokens, "my_runtime");
+    }
+}
+
+#[test]
+fn the_resource_model_resolves_names_and_defaults() {
+    let cx = Ctxt::new();
+    let model = crate::model::ResourceModel::from_ast(
+        &cx,
+        &input(quote! {
+            #[resource(group = "showcase.example.com", version = "v1", cluster,
+                subresource_scale(spec_replicas_path = ".spec.replicas", status_replicas_path = ".status.replicas"))]
+            pub struct DataBase { pub metadata: ObjectMeta }
+        }),
+    );
+    assert!(cx.check().is_ok());
+    let Some(m) = model else { panic!("no model") };
+    assert_eq!(m.kind, "DataBase");
+    assert_eq!(m.plural, "databases");
+    assert_eq!(m.singular, "database");
+    assert_eq!(m.openapi_name, "com.example.showcase.v1.DataBase");
+    assert_eq!(m.scope, crate::model::Scope::Cluster);
+    assert!(m.short_names.is_empty() && m.categories.is_empty());
+    assert_eq!(
+        m.subresource_scale.map(|s| s.label_selector),
+        Some(String::new())
+    );
+    assert_eq!(
+        crate::model::openapi_name("", "v1", "ConfigMap"),
+        "io.k8s.api.core.v1.ConfigMap"
+    );
+
+    let cx = Ctxt::new();
+    let model = crate::model::ResourceModel::from_ast(
+        &cx,
+        &input(quote! {
+            #[resource(group = "g.example.com", version = "v2", namespaced, kind = "Thing", plural = "thingies", singular = "thingy", openapi_name = "custom.Thing")]
+            pub struct ThingV2 { pub metadata: ObjectMeta }
+        }),
+    );
+    assert!(cx.check().is_ok());
+    let Some(m) = model else { panic!("no model") };
+    assert_eq!(
+        (
+            m.kind.as_str(),
+            m.plural.as_str(),
+            m.singular.as_str(),
+            m.openapi_name.as_str()
+        ),
+        ("Thing", "thingies", "thingy", "custom.Thing")
+    );
+    assert_eq!(m.scope, crate::model::Scope::Namespaced);
+}
+
+#[test]
+fn convert_checks_collect_every_error() {
+    let cx = Ctxt::new();
+    let model = crate::model::ConvertModel::from_ast(
+        &cx,
+        &input(quote! {
+            #[convert(hub = Hub)]
+            pub struct V {
+                #[convert(skip, rename = b)]
+                pub a: String,
+                #[convert(from_hub = c_from_hub)]
+                pub c: String,
+                #[convert(rename = x, rename = y)]
+                pub d: String,
+            }
+        }),
+    );
+    if let Some(model) = &model {
+        crate::check::check_convert(&cx, model);
+    }
+    let err = cx
+        .check()
+        .err()
+        .map(|e| e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    assert_eq!(err.len(), 3, "{err:#?}");
+    assert!(err[0].contains("`rename` specified more than once"));
+    assert!(err[1].contains("`skip` cannot be combined"));
+    assert!(err[2].contains("`into_hub` and `from_hub` must be given together"));
+}

@@ -16,20 +16,19 @@ pub(crate) fn default_value(f: &FieldModel) -> Option<TokenStream> {
 /// `Validate::default_fields` of a model: unset fields with a `default`
 /// get it, then nested types default themselves.
 pub(crate) fn method(model: &ValidateModel) -> TokenStream {
-    let krate = &model.krate;
-    let r = quote!(#krate::validation::rules);
+    let rt = &model.codegen;
     let fields = model.fields.iter().filter(|f| !f.skip).map(|f| {
         let ident = &f.ident;
         let set = default_value(f).map(|value| {
             quote! {
-                if !#r::IsSet::is_set(&self.#ident) {
+                if !#rt::IsSet::is_set(&self.#ident) {
                     self.#ident = #value;
                 }
             }
         });
         quote! {
             #set
-            (&mut #r::ProbeMut(&mut self.#ident)).__apiforge_default();
+            (&mut #rt::ProbeMut(&mut self.#ident)).__apiforge_default();
         }
     });
     quote! {

@@ -4,13 +4,11 @@ pub(crate) mod resource;
 pub(crate) mod schema;
 pub(crate) mod validation;
 
-use darling::FromDeriveInput;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::attr::ResourceAttrs;
 use crate::ctxt::Ctxt;
-use crate::model::{ValidateModel, default_krate};
+use crate::model::{ConvertModel, ResourceModel, ValidateModel, codegen, default_krate};
 use crate::{check, fallback};
 
 fn debug(name: &str, tokens: &TokenStream) {
@@ -19,10 +17,11 @@ fn debug(name: &str, tokens: &TokenStream) {
     }
 }
 
-fn imports(krate: &syn::Path) -> TokenStream {
+/// The traits whose methods the generated code calls on probes.
+fn imports(rt: &syn::Path) -> TokenStream {
     quote! {
         #[allow(unused_imports)]
-        use #krate::validation::rules::{
+        use #rt::{
             ViaDefault as _, ViaNothing as _, ViaNothingDefault as _, ViaNothingPublish as _,
             ViaNothingUpdate as _, ViaOption as _, ViaPublish as _, ViaValidate as _, ViaValidateUpdate as _,
             ViaValue as _,
@@ -32,14 +31,14 @@ fn imports(krate: &syn::Path) -> TokenStream {
 
 /// The `Validate` impl of a model.
 pub(crate) fn validate_impl(model: &ValidateModel) -> TokenStream {
-    let krate = &model.krate;
+    let rt = &model.codegen;
     let ident = &model.ident;
     let validation = validation::methods(model);
     let defaults = defaults::method(model);
     let schema = schema::method(model);
     quote! {
         #[automatically_derived]
-        impl #krate::validation::Validate for #ident {
+        impl #rt::Validate for #ident {
             #validation
             #defaults
             #schema
@@ -56,7 +55,7 @@ pub(crate) fn derive_validate(input: &syn::DeriveInput) -> TokenStream {
     }
     let tokens = match (cx.check(), model) {
         (Ok(()), Some(model)) => {
-            let imports = imports(&model.krate);
+            let imports = imports(&model.codegen);
             let body = validate_impl(&model);
             quote! {
                 const _: () = {
@@ -66,7 +65,7 @@ pub(crate) fn derive_validate(input: &syn::DeriveInput) -> TokenStream {
             }
         }
         (Err(e), _) => {
-            let stub = fallback::validate(&input.ident, &default_krate());
+            let stub = fallback::validate(&input.ident, &codegen(&default_krate()));
             let err = e.write_errors();
             quote!(#err #stub)
         }
@@ -79,33 +78,19 @@ pub(crate) fn derive_validate(input: &syn::DeriveInput) -> TokenStream {
 /// `#[derive(Resource)]`.
 pub(crate) fn derive_resource(input: &syn::DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
-    let duplicates = crate::attr::duplicates(&input.attrs, "resource");
-    let has_duplicates = !duplicates.is_empty();
-    for e in duplicates {
-        cx.push(e);
-    }
-    let attrs = match ResourceAttrs::from_derive_input(input) {
-        Ok(a) => Some(a),
-        Err(e) => {
-            // A duplicate key is already reported as such.
-            if !has_duplicates {
-                cx.push(e);
-            }
-            None
-        }
-    };
-    let krate = attrs.as_ref().and_then(|a| a.krate.clone());
+    let resource = ResourceModel::from_ast(&cx, input);
+    let krate = resource.as_ref().and_then(|r| r.krate.clone());
     let model = ValidateModel::from_ast(&cx, input, krate.clone());
-    if let Some(attrs) = &attrs {
-        check::check_resource(&cx, attrs, input);
+    if let Some(resource) = &resource {
+        check::check_resource(&cx, resource);
     }
     if let Some(model) = &model {
         check::check_validate(&cx, model);
     }
-    let tokens = match (cx.check(), attrs, model) {
-        (Ok(()), Some(attrs), Some(model)) => {
-            let imports = imports(&model.krate);
-            let resource = resource::expand(&attrs, &model);
+    let tokens = match (cx.check(), resource, model) {
+        (Ok(()), Some(resource), Some(model)) => {
+            let imports = imports(&model.codegen);
+            let resource = resource::expand(&resource, &model);
             let validate = validate_impl(&model);
             quote! {
                 const _: () = {
@@ -117,7 +102,8 @@ pub(crate) fn derive_resource(input: &syn::DeriveInput) -> TokenStream {
         }
         (Err(e), _, _) => {
             let err = e.write_errors();
-            let stub = fallback::resource(&input.ident, &krate.unwrap_or_else(default_krate));
+            let stub =
+                fallback::resource(&input.ident, &codegen(&krate.unwrap_or_else(default_krate)));
             quote!(#err #stub)
         }
         _ => quote!(),
@@ -128,9 +114,27 @@ pub(crate) fn derive_resource(input: &syn::DeriveInput) -> TokenStream {
 
 /// `#[derive(Convert)]`.
 pub(crate) fn derive_convert(input: &syn::DeriveInput) -> TokenStream {
-    let tokens = match convert::expand(input) {
-        Ok(t) => t,
-        Err(e) => e.write_errors(),
+    let cx = Ctxt::new();
+    let model = ConvertModel::from_ast(&cx, input);
+    if let Some(model) = &model {
+        check::check_convert(&cx, model);
+    }
+    let tokens = match (cx.check(), model) {
+        (Ok(()), Some(model)) => {
+            let body = convert::expand(&model);
+            quote! {
+                const _: () = {
+                    #body
+                };
+            }
+        }
+        (Err(e), model) => {
+            let err = e.write_errors();
+            // Without a hub there is nothing to stand in for.
+            let stub = model.map(|m| fallback::convert(&m.ident, &m.hub, &m.codegen));
+            quote!(#err #stub)
+        }
+        (Ok(()), None) => quote!(),
     };
     debug("Convert", &tokens);
     tokens

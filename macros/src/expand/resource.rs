@@ -1,50 +1,27 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::attr::ResourceAttrs;
-use crate::model::ValidateModel;
-
-/// The default OpenAPI model name: `<reversed group>.<version>.<Kind>`.
-pub(crate) fn openapi_name(group: &str, version: &str, kind: &str) -> String {
-    let mut parts: Vec<&str> = group.split('.').filter(|p| !p.is_empty()).collect();
-    parts.reverse();
-    if parts.is_empty() {
-        format!("io.k8s.api.core.{version}.{kind}")
-    } else {
-        format!("{}.{version}.{kind}", parts.join("."))
-    }
-}
+use crate::model::{ResourceModel, Scope, ValidateModel};
 
 /// The `Resource` impl (and `Strategy` with `default_strategy`).
-pub(crate) fn expand(attrs: &ResourceAttrs, model: &ValidateModel) -> TokenStream {
-    let krate = &model.krate;
-    let ident = &attrs.ident;
-    let kind = attrs.kind.clone().unwrap_or_else(|| ident.to_string());
-    let lower = kind.to_lowercase();
-    let plural = attrs.plural.clone().unwrap_or_else(|| format!("{lower}s"));
-    let singular = attrs.singular.clone().unwrap_or(lower);
-    let group = &attrs.group;
-    let version = attrs.version.as_str();
-    let scope = if attrs.namespaced.is_present() {
-        quote!(#krate::resource::Scope::Namespaced)
-    } else {
-        quote!(#krate::resource::Scope::Cluster)
+pub(crate) fn expand(resource: &ResourceModel, model: &ValidateModel) -> TokenStream {
+    let rt = &model.codegen;
+    let ident = &resource.ident;
+    let (group, version, kind, plural, singular) = (
+        &resource.group,
+        resource.version.as_str(),
+        &resource.kind,
+        &resource.plural,
+        &resource.singular,
+    );
+    let scope = match resource.scope {
+        Scope::Namespaced => quote!(#rt::Scope::Namespaced),
+        Scope::Cluster => quote!(#rt::Scope::Cluster),
     };
-    let short_names = attrs
-        .short_names
-        .as_ref()
-        .map(|s| s.values())
-        .unwrap_or_default();
-    let categories = attrs
-        .categories
-        .as_ref()
-        .map(|s| s.values())
-        .unwrap_or_default();
-    let openapi_name = attrs
-        .openapi_name
-        .clone()
-        .unwrap_or_else(|| openapi_name(group, version, &kind));
-    let columns = attrs.printcolumn.iter().map(|c| {
+    let short_names = &resource.short_names;
+    let categories = &resource.categories;
+    let openapi_name = &resource.openapi_name;
+    let columns = resource.printer_columns.iter().map(|c| {
         let (name, type_, json_path, priority, description, format) = (
             &c.name,
             c.type_.as_str(),
@@ -54,7 +31,7 @@ pub(crate) fn expand(attrs: &ResourceAttrs, model: &ValidateModel) -> TokenStrea
             &c.format,
         );
         quote! {
-            #krate::resource::PrinterColumn {
+            #rt::PrinterColumn {
                 name: #name,
                 type_: #type_,
                 json_path: #json_path,
@@ -64,23 +41,15 @@ pub(crate) fn expand(attrs: &ResourceAttrs, model: &ValidateModel) -> TokenStrea
             }
         }
     });
-    let selectable = attrs
-        .selectable_fields
-        .as_ref()
-        .map(|s| s.values())
-        .unwrap_or_default();
-    let status = attrs.subresource_status.is_present();
-    let scale = match &attrs.subresource_scale {
+    let selectable = resource.selectable_fields.iter().map(syn::LitStr::value);
+    let status = resource.subresource_status;
+    let scale = match &resource.subresource_scale {
         Some(s) => {
             let spec = s.spec_replicas_path.as_str();
             let st = s.status_replicas_path.as_str();
-            let sel = s
-                .label_selector_path
-                .as_ref()
-                .map(|p| p.as_str().to_string())
-                .unwrap_or_default();
+            let sel = &s.label_selector;
             quote! {
-                ::core::option::Option::Some(#krate::resource::ScaleSubresource {
+                ::core::option::Option::Some(#rt::ScaleSubresource {
                     spec_replicas_path: #spec,
                     status_replicas_path: #st,
                     label_selector_path: #sel,
@@ -89,26 +58,26 @@ pub(crate) fn expand(attrs: &ResourceAttrs, model: &ValidateModel) -> TokenStrea
         }
         None => quote!(::core::option::Option::None),
     };
-    let deprecated = attrs.deprecated.is_present();
-    let warning = match &attrs.deprecation_warning {
+    let deprecated = resource.deprecated.is_present();
+    let warning = match &resource.deprecation_warning {
         Some(w) => {
             let w = w.as_str();
             quote!(::core::option::Option::Some(#w))
         }
         None => quote!(::core::option::Option::None),
     };
-    let strategy = if attrs.default_strategy.is_present() {
+    let strategy = if resource.default_strategy {
         quote! {
             #[automatically_derived]
-            impl #krate::resource::Strategy for #ident {}
+            impl #rt::Strategy for #ident {}
         }
     } else {
         quote!()
     };
     quote! {
         #[automatically_derived]
-        impl #krate::resource::Resource for #ident {
-            const INFO: #krate::resource::KindInfo = #krate::resource::KindInfo {
+        impl #rt::Resource for #ident {
+            const INFO: #rt::KindInfo = #rt::KindInfo {
                 group: #group,
                 version: #version,
                 kind: #kind,
@@ -120,33 +89,33 @@ pub(crate) fn expand(attrs: &ResourceAttrs, model: &ValidateModel) -> TokenStrea
                 printer_columns: &[#(#columns),*],
                 openapi_name: #openapi_name,
                 selectable_fields: &[#(#selectable),*],
-                subresources: #krate::resource::Subresources { status: #status, scale: #scale },
+                subresources: #rt::Subresources { status: #status, scale: #scale },
                 deprecated: #deprecated,
                 deprecation_warning: #warning,
             };
 
-            fn metadata(&self) -> &#krate::meta::ObjectMeta {
+            fn metadata(&self) -> &#rt::ObjectMeta {
                 &self.metadata
             }
 
-            fn metadata_mut(&mut self) -> &mut #krate::meta::ObjectMeta {
+            fn metadata_mut(&mut self) -> &mut #rt::ObjectMeta {
                 &mut self.metadata
             }
 
-            fn generated_validate(&self) -> #krate::validation::ErrorList {
-                #krate::resource::validate_root(self)
+            fn generated_validate(&self) -> #rt::ErrorList {
+                #rt::validate_root(self)
             }
 
-            fn generated_validate_update(&self, old: &Self) -> #krate::validation::ErrorList {
-                #krate::resource::validate_update_root(self, old)
+            fn generated_validate_update(&self, old: &Self) -> #rt::ErrorList {
+                #rt::validate_update_root(self, old)
             }
 
             fn generated_default_fields(&mut self) {
-                #krate::validation::Validate::default_fields(self)
+                #rt::Validate::default_fields(self)
             }
 
-            fn publish_schema(generator: &mut #krate::__private::schemars::SchemaGenerator) {
-                <Self as #krate::validation::Validate>::publish_schema(generator)
+            fn publish_schema(generator: &mut #rt::schemars::SchemaGenerator) {
+                <Self as #rt::Validate>::publish_schema(generator)
             }
         }
         #strategy

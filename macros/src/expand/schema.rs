@@ -29,9 +29,9 @@ fn cel_entries(rules: &[crate::attr::CelAttr]) -> Vec<TokenStream> {
 }
 
 /// The JSON rules a field publishes into its property.
-fn field_rules(krate: &syn::Path, f: &FieldModel) -> Vec<TokenStream> {
+fn field_rules(rt: &syn::Path, f: &FieldModel) -> Vec<TokenStream> {
     let a = &f.attrs;
-    let json = quote!(#krate::__private::serde_json);
+    let json = quote!(#rt::serde_json);
     let mut entries: Vec<TokenStream> = Vec::new();
     let mut push = |k: &str, v: TokenStream| {
         entries.push(quote!(__rules.insert(#k.into(), #json::json!(#v));))
@@ -116,23 +116,22 @@ fn lit_num(v: f64) -> TokenStream {
 
 /// `Validate::publish_schema` of a model.
 pub(crate) fn method(model: &ValidateModel) -> TokenStream {
-    let krate = &model.krate;
-    let r = quote!(#krate::validation::rules);
-    let json = quote!(#krate::__private::serde_json);
+    let rt = &model.codegen;
+    let json = quote!(#rt::serde_json);
     let mut patches = Vec::new();
     let mut nested = Vec::new();
     for f in model.fields.iter().filter(|f| !f.skip) {
         let name = &f.json_name;
         let ty = &f.attrs.ty;
-        nested.push(quote!((&#r::ProbeType::<#ty>(::core::marker::PhantomData)).__apiforge_publish(generator);));
+        nested.push(quote!((&#rt::ProbeType::<#ty>(::core::marker::PhantomData)).__apiforge_publish(generator);));
         if f.flatten {
             continue;
         }
-        let rules = field_rules(krate, f);
+        let rules = field_rules(rt, f);
         let default = default_value(f).map(|value| {
             quote! {
                 let __default: #ty = #value;
-                __rules.insert("default".into(), #r::to_json(&__default));
+                __rules.insert("default".into(), #rt::to_json(&__default));
             }
         });
         if !rules.is_empty() || default.is_some() {
@@ -140,24 +139,24 @@ pub(crate) fn method(model: &ValidateModel) -> TokenStream {
                 let mut __rules = #json::Map::new();
                 #(#rules)*
                 #default
-                #krate::schema::merge_field(__def, #name, #json::Value::Object(__rules));
+                #rt::merge_field(__def, #name, #json::Value::Object(__rules));
             }});
         }
         if f.attrs.required.is_present() {
-            patches.push(quote!(#krate::schema::set_required(__def, #name, true);));
+            patches.push(quote!(#rt::set_required(__def, #name, true);));
         } else if f.attrs.optional.is_present() {
-            patches.push(quote!(#krate::schema::set_required(__def, #name, false);));
+            patches.push(quote!(#rt::set_required(__def, #name, false);));
         }
     }
     let cel = cel_entries(&model.cel);
     if !cel.is_empty() {
-        patches.push(quote!(#krate::schema::merge_object(__def, #json::json!({ "x-kubernetes-validations": [#(#cel),*] }));));
+        patches.push(quote!(#rt::merge_object(__def, #json::json!({ "x-kubernetes-validations": [#(#cel),*] }));));
     }
     quote! {
-        fn publish_schema(generator: &mut #krate::__private::schemars::SchemaGenerator) {
+        fn publish_schema(generator: &mut #rt::schemars::SchemaGenerator) {
             let __schema = generator.subschema_for::<Self>();
-            if let ::core::option::Option::Some(__publishing) = #krate::schema::begin(&__schema) {
-                if let ::core::option::Option::Some(__def) = #krate::schema::definition(generator, &__publishing) {
+            if let ::core::option::Option::Some(__publishing) = #rt::begin(&__schema) {
+                if let ::core::option::Option::Some(__def) = #rt::definition(generator, &__publishing) {
                     let _ = &__def;
                     #(#patches)*
                 }

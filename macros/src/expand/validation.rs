@@ -32,71 +32,71 @@ fn as_str(span: Span) -> TokenStream {
     quote_spanned!(span=> ::core::convert::AsRef::<str>::as_ref(__v))
 }
 
-fn validate_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
-    let r = quote!(#krate::validation::rules);
+fn validate_field(rt: &syn::Path, f: &FieldModel) -> TokenStream {
     let a = &f.attrs;
     let ident = &f.ident;
     let path = field_path(f);
     let mut present = Vec::new();
     let mut always = Vec::new();
     if a.required.is_present() {
-        always.push(quote!(#r::required(&mut errs, &__path, #r::IsSet::is_set(__field));));
+        always.push(quote!(#rt::required(&mut errs, &__path, #rt::IsSet::is_set(__field));));
     }
     if let Some(min) = &a.minimum {
         let v = min.value;
         let ex = a.exclusive_minimum.is_present();
-        present.push(quote!(#r::minimum(&mut errs, &__path, __v, #v, #ex);));
+        present.push(quote!(#rt::minimum(&mut errs, &__path, __v, #v, #ex);));
     }
     if let Some(max) = &a.maximum {
         let v = max.value;
         let ex = a.exclusive_maximum.is_present();
-        present.push(quote!(#r::maximum(&mut errs, &__path, __v, #v, #ex);));
+        present.push(quote!(#rt::maximum(&mut errs, &__path, __v, #v, #ex);));
     }
     if let Some(n) = &a.min_length {
         let s = as_str(n.span());
         let n = **n;
-        present.push(quote!(#r::min_length(&mut errs, &__path, #s, #n);));
+        present.push(quote!(#rt::min_length(&mut errs, &__path, #s, #n);));
     }
     if let Some(n) = &a.max_length {
         let s = as_str(n.span());
         let n = **n;
-        present.push(quote!(#r::max_length(&mut errs, &__path, #s, #n);));
+        present.push(quote!(#rt::max_length(&mut errs, &__path, #s, #n);));
     }
     if let Some(p) = &a.pattern {
         let s = as_str(p.span());
         let p = p.as_str();
         present.push(quote! {{
-            static PATTERN: #r::Pattern = #r::Pattern::new(#p);
+            static PATTERN: #rt::Pattern = #rt::Pattern::new(#p);
             PATTERN.check(&mut errs, &__path, #s);
         }});
     }
     if let Some(fmt) = &a.format {
         let s = as_str(fmt.span());
         let v = format_variant(fmt);
-        present.push(quote!(#r::Format::#v.check(&mut errs, &__path, #s);));
+        present.push(quote!(#rt::Format::#v.check(&mut errs, &__path, #s);));
     }
     if let Some(values) = &a.enum_values {
         let s = as_str(values.span());
         let values = values.values();
-        present.push(quote!(#r::enum_values(&mut errs, &__path, #s, &[#(#values),*]);));
+        present.push(quote!(#rt::enum_values(&mut errs, &__path, #s, &[#(#values),*]);));
     }
     if let Some(n) = &a.min_items {
         let n = **n;
-        present.push(quote!(#r::min_items(&mut errs, &__path, __v.len(), #n);));
+        present.push(quote!(#rt::min_items(&mut errs, &__path, __v.len(), #n);));
     }
     if let Some(n) = &a.max_items {
         let n = **n;
-        present.push(quote!(#r::max_items(&mut errs, &__path, __v.len(), #n);));
+        present.push(quote!(#rt::max_items(&mut errs, &__path, __v.len(), #n);));
     }
     match a.list_type.as_deref().map(String::as_str) {
-        Some("set") => present.push(quote!(#r::unique_items(&mut errs, &__path, &__v[..]);)),
+        Some("set") => present.push(quote!(#rt::unique_items(&mut errs, &__path, &__v[..]);)),
         Some("map") => {
             let keys = a
                 .list_map_keys
                 .as_ref()
                 .map(|k| k.values())
                 .unwrap_or_default();
-            present.push(quote!(#r::unique_map_keys(&mut errs, &__path, &__v[..], &[#(#keys),*]);));
+            present
+                .push(quote!(#rt::unique_map_keys(&mut errs, &__path, &__v[..], &[#(#keys),*]);));
         }
         _ => {}
     }
@@ -104,8 +104,8 @@ fn validate_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
         let src = rule.rule.as_str();
         let msg = rule.message.clone().unwrap_or_default();
         present.push(quote! {{
-            static RULE: #krate::cel::Rule = #krate::cel::Rule::new(#src, #msg);
-            RULE.check(&mut errs, &__path, &#r::to_json(__v));
+            static RULE: #rt::Rule = #rt::Rule::new(#src, #msg);
+            RULE.check(&mut errs, &__path, &#rt::to_json(__v));
         }});
     }
     if let Some(custom) = &a.custom {
@@ -118,14 +118,14 @@ fn validate_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
         // rules do not apply (`required` above still does).
         quote! {
             if !#omitted(__field) {
-                if let ::core::option::Option::Some(__v) = (&#r::Probe(__field)).__apiforge_get() {
+                if let ::core::option::Option::Some(__v) = (&#rt::Probe(__field)).__apiforge_get() {
                     #(#present)*
                 }
             }
         }
     } else {
         quote! {
-            if let ::core::option::Option::Some(__v) = (&#r::Probe(__field)).__apiforge_get() {
+            if let ::core::option::Option::Some(__v) = (&#rt::Probe(__field)).__apiforge_get() {
                 #(#present)*
             }
         }
@@ -135,17 +135,16 @@ fn validate_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
         let __field = &self.#ident;
         #(#always)*
         #present
-        errs.extend((&#r::Probe(__field)).__apiforge_validate(&__path));
+        errs.extend((&#rt::Probe(__field)).__apiforge_validate(&__path));
     }}
 }
 
-fn validate_update_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
-    let r = quote!(#krate::validation::rules);
+fn validate_update_field(rt: &syn::Path, f: &FieldModel) -> TokenStream {
     let a = &f.attrs;
     let ident = &f.ident;
     let path = field_path(f);
     let immutable = if a.immutable.is_present() {
-        quote!(#r::immutable(&mut errs, &__path, &self.#ident, &old.#ident);)
+        quote!(#rt::immutable(&mut errs, &__path, &self.#ident, &old.#ident);)
     } else {
         quote!()
     };
@@ -158,10 +157,10 @@ fn validate_update_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
             let msg = rule.message.clone().unwrap_or_default();
             quote! {
                 if let (::core::option::Option::Some(__v), ::core::option::Option::Some(__o)) =
-                    ((&#r::Probe(&self.#ident)).__apiforge_get(), (&#r::Probe(&old.#ident)).__apiforge_get())
+                    ((&#rt::Probe(&self.#ident)).__apiforge_get(), (&#rt::Probe(&old.#ident)).__apiforge_get())
                 {
-                    static RULE: #krate::cel::Rule = #krate::cel::Rule::new(#src, #msg);
-                    RULE.check_update(&mut errs, &__path, &#r::to_json(__v), &#r::to_json(__o));
+                    static RULE: #rt::Rule = #rt::Rule::new(#src, #msg);
+                    RULE.check_update(&mut errs, &__path, &#rt::to_json(__v), &#rt::to_json(__o));
                 }
             }
         })
@@ -170,24 +169,23 @@ fn validate_update_field(krate: &syn::Path, f: &FieldModel) -> TokenStream {
         let __path = #path;
         #immutable
         #(#transitions)*
-        errs.extend((&#r::ProbePair(&self.#ident, &old.#ident)).__apiforge_validate_update(&__path));
+        errs.extend((&#rt::ProbePair(&self.#ident, &old.#ident)).__apiforge_validate_update(&__path));
     }}
 }
 
 /// `Validate::validate` and `Validate::validate_update` of a model.
 pub(crate) fn methods(model: &ValidateModel) -> TokenStream {
-    let krate = &model.krate;
-    let r = quote!(#krate::validation::rules);
+    let rt = &model.codegen;
     let fields: Vec<&FieldModel> = model.fields.iter().filter(|f| !f.skip).collect();
-    let validate_fields = fields.iter().map(|f| validate_field(krate, f));
-    let update_fields = fields.iter().map(|f| validate_update_field(krate, f));
+    let validate_fields = fields.iter().map(|f| validate_field(rt, f));
+    let update_fields = fields.iter().map(|f| validate_update_field(rt, f));
     let unions = model.unions.iter().map(|u| {
         let exactly = u.exactly;
         let members = u
             .members
             .iter()
-            .map(|(ident, name)| quote!((#name, #r::IsSet::is_set(&self.#ident))));
-        quote!(#r::union(&mut errs, path, &[#(#members),*], #exactly);)
+            .map(|(ident, name)| quote!((#name, #rt::IsSet::is_set(&self.#ident))));
+        quote!(#rt::union(&mut errs, path, &[#(#members),*], #exactly);)
     });
     let cel = model
         .cel
@@ -197,8 +195,8 @@ pub(crate) fn methods(model: &ValidateModel) -> TokenStream {
             let src = rule.rule.as_str();
             let msg = rule.message.clone().unwrap_or_default();
             quote! {{
-                static RULE: #krate::cel::Rule = #krate::cel::Rule::new(#src, #msg);
-                RULE.check(&mut errs, path, &#r::to_json(self));
+                static RULE: #rt::Rule = #rt::Rule::new(#src, #msg);
+                RULE.check(&mut errs, path, &#rt::to_json(self));
             }}
         });
     let cel_update = model
@@ -209,21 +207,21 @@ pub(crate) fn methods(model: &ValidateModel) -> TokenStream {
             let src = rule.rule.as_str();
             let msg = rule.message.clone().unwrap_or_default();
             quote! {{
-                static RULE: #krate::cel::Rule = #krate::cel::Rule::new(#src, #msg);
-                RULE.check_update(&mut errs, path, &#r::to_json(self), &#r::to_json(old));
+                static RULE: #rt::Rule = #rt::Rule::new(#src, #msg);
+                RULE.check_update(&mut errs, path, &#rt::to_json(self), &#rt::to_json(old));
             }}
         });
     quote! {
-        fn validate(&self, path: &#krate::validation::FieldPath) -> #krate::validation::ErrorList {
-            let mut errs = #krate::validation::ErrorList::default();
+        fn validate(&self, path: &#rt::FieldPath) -> #rt::ErrorList {
+            let mut errs = #rt::ErrorList::default();
             #(#validate_fields)*
             #(#unions)*
             #(#cel)*
             errs
         }
 
-        fn validate_update(&self, old: &Self, path: &#krate::validation::FieldPath) -> #krate::validation::ErrorList {
-            let mut errs = #krate::validation::ErrorList::default();
+        fn validate_update(&self, old: &Self, path: &#rt::FieldPath) -> #rt::ErrorList {
+            let mut errs = #rt::ErrorList::default();
             #(#update_fields)*
             #(#cel_update)*
             errs

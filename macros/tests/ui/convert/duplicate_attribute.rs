@@ -1,0 +1,19 @@
+#![allow(unused_imports)]
+
+use apiforge_runtime::meta::ObjectMeta;
+use apiforge_runtime::{Convert, Resource, Validate};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Default)]
+pub struct Hub {
+    pub a: String,
+}
+
+#[derive(Clone, Default, Convert)]
+#[convert(hub = Hub, hub = Hub)]
+pub struct V {
+    pub a: String,
+}
+
+fn main() {}
