@@ -14,10 +14,29 @@
 //! by the generated `validate` *and* published in the OpenAPI schema
 //! (`minimum`, `maxLength`, `x-kubernetes-validations`, ...).
 //!
-//! Generated code names only `::apiforge_runtime` (override with
-//! `crate = path`), is wrapped in `const _: () = { ... };`, and bad
-//! attributes fail at compile time at the offending attribute. Set
-//! `APIFORGE_MACROS_DEBUG=1` to print every expansion.
+//! # The codegen contract
+//!
+//! Generated code names runtime items only through one versioned module,
+//! `::apiforge_runtime::codegen::v1` (`<path>::codegen::v1` with
+//! `crate = path`), which re-exports exactly the items expansions use;
+//! never the runtime's public modules. The runtime can reorganise those
+//! freely; an incompatible change to a re-exported item goes into a new
+//! `codegen::v2` that the macros then switch to. A crate that declares
+//! kinds with these macros from inside the runtime (the runtime's built-in
+//! groups) makes the default path resolve with
+//! `extern crate self as apiforge_runtime;`.
+//!
+//! # Pipeline
+//!
+//! Each derive reads its attributes (darling), builds a model in which every
+//! name and default is resolved (kind, plural, singular, OpenAPI name, JSON
+//! field names, the hub field of each converted field, ...), checks the
+//! model, and only then expands it; expansion reads the model and cannot
+//! fail. All errors of one derive are reported together, at the offending
+//! attribute, as `compile_error!`s followed by a stub impl so that uses of
+//! the type do not add a cascade of errors. Generated code is wrapped in
+//! `const _: () = { ... };`. Set `APIFORGE_MACROS_DEBUG=1` to print every
+//! expansion.
 
 mod attr;
 mod check;
