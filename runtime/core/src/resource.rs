@@ -17,6 +17,19 @@ pub enum Scope {
     Cluster,
 }
 
+/// A kind's hand-written Table rendering, as kube-apiserver's printers
+/// render the built-in kinds: columns whose cells are computed from the
+/// object (a key count, a relative age) rather than read at a JSONPath.
+/// A kind offers one through [`Strategy::table_printer`].
+#[derive(Clone, Copy, Debug)]
+pub struct TablePrinter {
+    /// The column definitions (`json_path` is unused: `cells` computes
+    /// every cell).
+    pub columns: &'static [PrinterColumn],
+    /// The row cells of one (encoded) object, one per column.
+    pub cells: fn(&serde_json::Value) -> Vec<serde_json::Value>,
+}
+
 /// A printer column of `kubectl get` (the kind's Table columns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PrinterColumn {
@@ -313,6 +326,25 @@ pub trait Strategy: Resource {
             *self = prepared;
         }
     }
+
+    /// The kind's hand-written Table rendering for `kubectl get`, if it has
+    /// one (the built-in ConfigMap, Secret and Namespace do). Default:
+    /// `None`, the Table shows the kind's printer columns.
+    fn table_printer() -> Option<&'static TablePrinter> {
+        None
+    }
+
+    /// Whether something besides `metadata.finalizers` still holds this
+    /// (deleted) object in storage. Default: nothing (a Namespace's
+    /// `spec.finalizers` do).
+    fn finalizers_pending(&self) -> bool {
+        false
+    }
+
+    /// Runs once when the deletion of an object that finalizers hold is
+    /// requested, after `deletionTimestamp` is set. Default: nothing (a
+    /// Namespace turns `Terminating`).
+    fn on_deletion_requested(&mut self) {}
 }
 
 #[cfg(test)]

@@ -160,6 +160,9 @@ pub struct Kind {
     bump_generation: bool,
     reset_status: HubPrepare,
     prepare_status_update: HubPrepareUpdate,
+    table_printer: Option<&'static crate::resource::TablePrinter>,
+    finalizers_pending: fn(&Value) -> Result<bool, DecodeError>,
+    on_deletion_requested: HubPrepare,
 }
 
 fn hub_validate<H: Strategy>(v: &Value) -> Result<ErrorList, DecodeError> {
@@ -216,6 +219,18 @@ fn hub_warnings<H: Strategy>(v: &Value) -> Result<Vec<String>, DecodeError> {
 
 fn hub_warnings_update<H: Strategy>(v: &Value, old: &Value) -> Result<Vec<String>, DecodeError> {
     Ok(from_value::<H>(v)?.warnings_on_update(&from_value::<H>(old)?))
+}
+
+fn hub_finalizers_pending<H: Strategy>(v: &Value) -> Result<bool, DecodeError> {
+    let h: H = typed(v)?;
+    Ok(h.finalizers_pending())
+}
+
+fn hub_on_deletion_requested<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
+    let mut h: H = from_value(v)?;
+    h.on_deletion_requested();
+    *v = to_value(&h)?;
+    Ok(())
 }
 
 fn hub_reset_status<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
@@ -307,6 +322,9 @@ impl<H: Strategy> KindBuilder<H> {
             bump_generation: H::bump_generation_on_spec_change(),
             reset_status: hub_reset_status::<H>,
             prepare_status_update: hub_prepare_status_update::<H>,
+            table_printer: H::table_printer(),
+            finalizers_pending: hub_finalizers_pending::<H>,
+            on_deletion_requested: hub_on_deletion_requested::<H>,
         }
     }
 }
@@ -417,6 +435,23 @@ impl Kind {
     /// everything but `status` from `old`.
     pub fn prepare_status_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
         (self.prepare_status_update)(hub, old)
+    }
+
+    /// The kind's hand-written Table rendering
+    /// ([`Strategy::table_printer`]).
+    pub fn table_printer(&self) -> Option<&'static crate::resource::TablePrinter> {
+        self.table_printer
+    }
+
+    /// Whether something besides `metadata.finalizers` holds `hub` in
+    /// storage ([`Strategy::finalizers_pending`]).
+    pub fn finalizers_pending(&self, hub: &Value) -> Result<bool, DecodeError> {
+        (self.finalizers_pending)(hub)
+    }
+
+    /// Runs the strategy's [`Strategy::on_deletion_requested`].
+    pub fn on_deletion_requested(&self, hub: &mut Value) -> Result<(), DecodeError> {
+        (self.on_deletion_requested)(hub)
     }
 }
 

@@ -89,6 +89,20 @@ pub struct NamespaceStatus {
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
 
 impl Strategy for Namespace {
+    fn table_printer() -> Option<&'static crate::resource::TablePrinter> {
+        Some(&super::printers::NAMESPACE)
+    }
+
+    /// The namespace controller's `spec.finalizers` hold a deleted
+    /// namespace until its content is gone.
+    fn finalizers_pending(&self) -> bool {
+        !self.spec.finalizers.is_empty()
+    }
+
+    fn on_deletion_requested(&mut self) {
+        self.status.phase = "Terminating".into();
+    }
+
     fn prepare_for_create(&mut self) {
         self.status = NamespaceStatus {
             phase: "Active".into(),

@@ -6,28 +6,8 @@
 
 use serde_json::{Value, json};
 
-use crate::resource::{KindInfo, PrinterColumn};
-
-/// The Table rendering of one built-in kind.
-#[derive(Clone, Copy, Debug)]
-pub struct TablePrinter {
-    /// The column definitions (`json_path` is unused: `cells` computes
-    /// every cell).
-    pub columns: &'static [PrinterColumn],
-    /// The row cells of one (encoded) object, one per column.
-    pub cells: fn(&Value) -> Vec<Value>,
-}
-
-/// The printer of `info`'s kind, if it is a built-in kind with a
-/// hand-written printer.
-pub fn for_kind(info: &KindInfo) -> Option<&'static TablePrinter> {
-    match (info.group, info.kind) {
-        ("", "ConfigMap") => Some(&CONFIG_MAP),
-        ("", "Secret") => Some(&SECRET),
-        ("", "Namespace") => Some(&NAMESPACE),
-        _ => None,
-    }
-}
+use crate::resource::PrinterColumn;
+pub use crate::resource::TablePrinter;
 
 const NAME: PrinterColumn = PrinterColumn {
     name: "Name",
@@ -58,7 +38,8 @@ const fn column(name: &'static str, description: &'static str) -> PrinterColumn 
     }
 }
 
-static CONFIG_MAP: TablePrinter = TablePrinter {
+/// ConfigMap: NAME, DATA (the key count), AGE.
+pub static CONFIG_MAP: TablePrinter = TablePrinter {
     columns: &[
         NAME,
         column(
@@ -73,7 +54,8 @@ static CONFIG_MAP: TablePrinter = TablePrinter {
     },
 };
 
-static SECRET: TablePrinter = TablePrinter {
+/// Secret: NAME, TYPE, DATA (the key count), AGE.
+pub static SECRET: TablePrinter = TablePrinter {
     columns: &[
         NAME,
         column(
@@ -96,7 +78,8 @@ static SECRET: TablePrinter = TablePrinter {
     },
 };
 
-static NAMESPACE: TablePrinter = TablePrinter {
+/// Namespace: NAME, STATUS (the phase), AGE.
+pub static NAMESPACE: TablePrinter = TablePrinter {
     columns: &[NAME, column("Status", "The status of the namespace"), AGE],
     cells: |obj| {
         vec![

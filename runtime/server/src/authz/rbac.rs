@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Attributes, Authorize, Decision};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::registry::Stores;
 use crate::registry::{ListParams, Store};
 use crate::request::user::{
@@ -713,19 +713,8 @@ pub async fn start(
             continue;
         };
         let name = meta_str(&obj, "name");
-        match store.get("", &name, None).await {
-            Ok(_) => continue,
-            Err(e) if e.code() == 404 => {}
-            Err(e) => return Err(e),
-        }
-        let hub = store
-            .kind()
-            .decode("v1", obj)
-            .map_err(|e| ApiError::from(apiforge_core::meta::Status::internal(e.to_string())))?;
-        match store.create("", hub, false).await {
-            Ok(_) => tracing::info!(%kind, %name, "created bootstrap RBAC object"),
-            Err(e) if e.code() == 409 => {}
-            Err(e) => return Err(e),
+        if store.ensure("", "v1", obj).await? {
+            tracing::info!(%kind, %name, "created bootstrap RBAC object");
         }
     }
     refresh(&rbac, &stores).await?;

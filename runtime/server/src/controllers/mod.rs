@@ -2,10 +2,12 @@
 //! them in kube-controller-manager; a standalone apiforge has no such
 //! process, so it carries the ones its API semantics need).
 //!
+//! - [`bootstrap`]: the system namespaces from the first start.
 //! - [`namespace`]: empties and removes deleted namespaces.
 //! - [`identity_lease`]: the server's identity lease and the collection
 //!   of expired ones.
 
+pub mod bootstrap;
 pub mod identity_lease;
 pub mod namespace;
 

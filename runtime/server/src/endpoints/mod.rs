@@ -23,7 +23,6 @@ use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use serde_json::Value;
 
-use crate::error::ApiError;
 use crate::registry::{Store, Stores};
 use crate::request::Query;
 use crate::request::response::{bytes_response, error_response};
@@ -132,28 +131,6 @@ impl ApiServer {
             min_request_timeout,
             shutdown,
         }
-    }
-
-    /// Creates the system namespaces (`default`, `kube-system`,
-    /// `kube-public`) when the core Namespace kind is served and they do not
-    /// exist yet.
-    pub async fn bootstrap(&self) -> Result<(), ApiError> {
-        let Some((store, info)) = self.stores.get("", "v1", "namespaces") else {
-            return Ok(());
-        };
-        for name in apiforge_core::builtin::core_v1::SYSTEM_NAMESPACES {
-            let body = serde_json::json!({"metadata": {"name": name}});
-            let hub = store
-                .kind()
-                .decode(info.version, body)
-                .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
-            match store.create("", hub, false).await {
-                Ok(_) => tracing::info!(namespace = name, "created system namespace"),
-                Err(e) if e.code() == 409 => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
     }
 
     /// The stores of the kinds served.

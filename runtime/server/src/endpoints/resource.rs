@@ -160,9 +160,15 @@ impl Ctx<'_> {
         let (format, target) = self.negotiate(false)?;
         let obj = self.encode(hub)?;
         let body = match target {
-            Target::Table(v) => {
-                table::table(self.info, &[obj], &v, self.include_object()?, None, true)
-            }
+            Target::Table(v) => table::table(
+                self.info,
+                self.store.kind().table_printer(),
+                &[obj],
+                &v,
+                self.include_object()?,
+                None,
+                true,
+            ),
             Target::PartialObjectMetadata(v) => table::partial_metadata(&obj, &v),
             _ => obj,
         };
@@ -394,6 +400,7 @@ async fn list(ctx: &Ctx<'_>) -> ApiResult<Response> {
     let body = match target {
         Target::Table(v) => table::table(
             ctx.info,
+            ctx.store.kind().table_printer(),
             &items,
             &v,
             ctx.include_object()?,
@@ -548,7 +555,7 @@ async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
                 };
                 let obj = match &target {
                     Target::Table(v) => {
-                        let t = table::table(info, &[obj], v, include, None, first);
+                        let t = table::table(info, kind.table_printer(), &[obj], v, include, None, first);
                         first = false;
                         t
                     }

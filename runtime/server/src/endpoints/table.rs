@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use apiforge_core::resource::{KindInfo, PrinterColumn};
+use apiforge_core::resource::{KindInfo, PrinterColumn, TablePrinter};
 
 /// What `includeObject` asks for in table rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,13 +80,13 @@ pub fn partial_metadata(obj: &Value, meta_version: &str) -> Value {
 /// the first.
 pub fn table(
     info: &KindInfo,
+    printer: Option<&'static TablePrinter>,
     objects: &[Value],
     meta_version: &str,
     include: IncludeObject,
     list_meta: Option<Value>,
     with_columns: bool,
 ) -> Value {
-    let printer = apiforge_core::builtin::printers::for_kind(info);
     let cols = printer.map_or_else(|| columns(info), |p| p.columns);
     let defs: Vec<Value> = cols
         .iter()

@@ -38,7 +38,7 @@ use axum::response::Response;
 use http::{HeaderName, HeaderValue};
 use serde_json::Value;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::metrics::GaugeGuard;
 use crate::registry::Stores;
 use crate::registry::{ListParams, Store};
@@ -487,14 +487,8 @@ async fn reconcile(stores: &[(Store, &'static str)]) -> ApiResult<()> {
             Err(e) if e.code() == 404 => {}
             Err(e) => return Err(e),
         }
-        let hub = store
-            .kind()
-            .decode("v1", obj)
-            .map_err(|e| ApiError::from(apiforge_core::meta::Status::internal(e.to_string())))?;
-        match store.create("", hub, false).await {
-            Ok(_) => tracing::info!(%kind, %name, "APF: created default configuration object"),
-            Err(e) if e.code() == 409 => {}
-            Err(e) => return Err(e),
+        if store.ensure("", "v1", obj).await? {
+            tracing::info!(%kind, %name, "APF: created default configuration object");
         }
     }
     Ok(())
@@ -550,24 +544,17 @@ async fn refresh(fc: &FlowControl, stores: &[(Store, &'static str)]) {
 /// Recreates deleted mandatory objects.
 async fn reconcile_mandatory(stores: &[(Store, &'static str)]) -> ApiResult<()> {
     for obj in bootstrap::mandatory() {
-        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let Some((store, _)) = stores.iter().find(|(_, k)| *k == kind) else {
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let Some((store, _)) = stores.iter().find(|(_, k)| *k == kind.as_str()) else {
             continue;
         };
         let name = meta_str(&obj, "name");
-        match store.get("", &name, None).await {
-            Ok(_) => continue,
-            Err(e) if e.code() == 404 => {}
-            Err(e) => return Err(e),
-        }
-        let hub = store
-            .kind()
-            .decode("v1", obj.clone())
-            .map_err(|e| ApiError::from(apiforge_core::meta::Status::internal(e.to_string())))?;
-        match store.create("", hub, false).await {
-            Ok(_) => tracing::info!(%kind, %name, "APF: recreated mandatory object"),
-            Err(e) if e.code() == 409 => {}
-            Err(e) => return Err(e),
+        if store.ensure("", "v1", obj).await? {
+            tracing::info!(%kind, %name, "APF: recreated mandatory object");
         }
     }
     Ok(())

@@ -64,12 +64,6 @@ impl Store {
         &self.admission
     }
 
-    /// True for the core `v1` Namespace kind, whose `spec.finalizers` also
-    /// hold up deletion.
-    fn is_namespace_kind(&self) -> bool {
-        self.info.group.is_empty() && self.info.plural == "namespaces"
-    }
-
     fn attributes(
         &self,
         operation: Operation,
@@ -183,10 +177,12 @@ impl Store {
         }
     }
 
-    /// Whether finalizers still hold `obj` in storage.
+    /// Whether finalizers still hold `obj` in storage: its
+    /// `metadata.finalizers`, or what the kind's strategy says
+    /// ([`Strategy::finalizers_pending`](apiforge_core::resource::Strategy::finalizers_pending)).
     pub fn has_finalizers(&self, obj: &Value) -> bool {
         string_list_non_empty(obj.pointer("/metadata/finalizers"))
-            || (self.is_namespace_kind() && string_list_non_empty(obj.pointer("/spec/finalizers")))
+            || self.kind.finalizers_pending(obj).unwrap_or(false)
     }
 
     fn is_deleting(obj: &Value) -> bool {
@@ -223,16 +219,9 @@ impl Store {
                 meta.insert("generation".into(), Value::from(generation + 1));
             }
         }
-        if self.is_namespace_kind()
-            && let Some(map) = marked.as_object_mut()
-        {
-            let status = map
-                .entry("status")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if let Some(status) = status.as_object_mut() {
-                status.insert("phase".into(), Value::String("Terminating".into()));
-            }
-        }
+        self.kind
+            .on_deletion_requested(&mut marked)
+            .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
         if dry_run {
             return Ok(Graceful::Pending(marked));
         }

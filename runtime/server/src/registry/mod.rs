@@ -288,6 +288,33 @@ impl Store {
         errs
     }
 
+    /// Creates `obj`, the JSON form of this kind's `version`, in
+    /// `namespace` unless an object of its name exists already: how the
+    /// server's defaults (system namespaces, bootstrap RBAC and flow-control
+    /// objects) are put in place. A 409 from a concurrent creator counts as
+    /// present. Returns whether this call created the object.
+    pub async fn ensure(&self, namespace: &str, version: &str, obj: Value) -> ApiResult<bool> {
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        match self.get(namespace, &name, None).await {
+            Ok(_) => return Ok(false),
+            Err(e) if e.code() == 404 => {}
+            Err(e) => return Err(e),
+        }
+        let hub = self
+            .kind()
+            .decode(version, obj)
+            .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
+        match self.create(namespace, hub, false).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Creates an object. `hub` is the decoded, defaulted request body; the
     /// namespace comes from the path. Returns the stored object.
     pub async fn create(&self, namespace: &str, mut hub: Value, dry_run: bool) -> ApiResult<Value> {

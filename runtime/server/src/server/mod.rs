@@ -223,7 +223,9 @@ pub async fn run(
         lifecycle::Hook::new(
             "bootstrap-system-namespaces",
             |ctx: lifecycle::HookContext| async move {
-                ctx.server.bootstrap().await.map_err(|e| e.to_string())
+                crate::controllers::bootstrap::system_namespaces(ctx.server.stores())
+                    .await
+                    .map_err(|e| e.to_string())
             },
         ),
         lifecycle::Hook::new(

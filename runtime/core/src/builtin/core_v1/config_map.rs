@@ -99,6 +99,10 @@ impl ConfigMap {
 }
 
 impl Strategy for ConfigMap {
+    fn table_printer() -> Option<&'static crate::resource::TablePrinter> {
+        Some(&crate::builtin::printers::CONFIG_MAP)
+    }
+
     fn validate_create(&self) -> ErrorList {
         self.validate_fields()
     }

@@ -154,6 +154,10 @@ impl Secret {
 }
 
 impl Strategy for Secret {
+    fn table_printer() -> Option<&'static crate::resource::TablePrinter> {
+        Some(&crate::builtin::printers::SECRET)
+    }
+
     /// Defaults `type` to `Opaque` and folds the write-only `stringData`
     /// into `data` (string values win), as the v1 conversion does.
     fn default_fields(&mut self) {

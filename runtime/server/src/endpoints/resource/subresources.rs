@@ -103,9 +103,15 @@ fn scale_response(ctx: &Ctx<'_>, code: StatusCode, scale: &Scale) -> ApiResult<R
     .ok_or_else(super::not_acceptable)?;
     let obj = serde_json::to_value(scale).map_err(|e| Status::internal(e.to_string()))?;
     let body = match target {
-        Target::Table(v) => {
-            table::table(&SCALE_INFO, &[obj], &v, ctx.include_object()?, None, true)
-        }
+        Target::Table(v) => table::table(
+            &SCALE_INFO,
+            None,
+            &[obj],
+            &v,
+            ctx.include_object()?,
+            None,
+            true,
+        ),
         Target::PartialObjectMetadata(v) => table::partial_metadata(&obj, &v),
         _ => obj,
     };
