@@ -43,9 +43,10 @@
 //!      metrics, panic recovery, in-flight tracking, timeouts, warnings,
 //!      CORS, HSTS, authentication, max-in-flight) around the director.
 //!    - [`metrics`]: the Prometheus metrics served at `/metrics`.
-//!    - [`endpoints`]: request parsing, the resource handlers, discovery,
-//!      OpenAPI, health; [`protobuf`]: Kubernetes protobuf for the built-in
-//!      kinds and Status.
+//!    - [`handlers`]: the resource handlers, one file per verb.
+//!    - [`endpoints`]: the director, discovery, OpenAPI, health;
+//!      [`protobuf`]: Kubernetes protobuf for the built-in kinds and
+//!      Status.
 //!    - [`server`]: options, TLS, the listener, the admin kubeconfig, health
 //!      checks, post-start/pre-shutdown hooks and graceful shutdown.
 //!    - [`request`]: the request-scoped state every layer reads (request
@@ -70,7 +71,7 @@ pub use apiforge_server::request::warning;
 #[cfg(feature = "server")]
 pub use apiforge_server::{
     admission, audit, authn, authz, controllers, endpoints, error, filters, flowcontrol, go_errors,
-    metrics, patch, registry, request, server, webhook,
+    handlers, metrics, patch, registry, request, server, webhook,
 };
 #[cfg(feature = "server")]
 pub use apiforge_storage as storage;

@@ -27,13 +27,16 @@
 //! - [`flowcontrol`]: API Priority and Fairness.
 //! - [`controllers`]: the server's own control loops (namespace deletion,
 //!   identity lease).
+//! - [`handlers`]: the resource handlers, one file per verb, and request
+//!   body decoding, content negotiation, tables and protobuf responses.
 //! - [`filters`]: every filter of the request chain (audit ID, request
 //!   info, metrics, panic recovery, in-flight tracking, timeouts, warnings,
 //!   CORS, HSTS, authentication, audit, impersonation, priority and
 //!   fairness or max-in-flight, authorization), composed in one place
 //!   around a [`filters::Handler`].
-//! - [`endpoints`]: the director and the delegation chain, the resource
-//!   handlers, discovery, OpenAPI, version, metrics and health.
+//! - [`endpoints`]: the director (which routes resource requests to the
+//!   handlers) and the delegation chain, discovery, OpenAPI, version,
+//!   metrics and health.
 //! - [`server`]: options, TLS, the listener, the admin kubeconfig, health
 //!   checks, post-start/pre-shutdown hooks and graceful shutdown.
 
@@ -52,6 +55,7 @@ pub mod error;
 pub mod filters;
 pub mod flowcontrol;
 pub mod go_errors;
+pub mod handlers;
 pub mod metrics;
 pub mod patch;
 pub mod registry;

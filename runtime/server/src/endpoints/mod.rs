@@ -6,11 +6,7 @@ mod compression;
 pub mod delegation;
 pub mod documents;
 pub mod healthz;
-pub mod negotiation;
 mod openapi_v2;
-mod protobuf;
-mod resource;
-pub mod table;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,8 +17,9 @@ use axum::extract::Request;
 use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
-use serde_json::Value;
 
+use crate::handlers::negotiation::{self, Allowed, Format, Target};
+use crate::handlers::{Served, respond};
 use crate::registry::{Store, Stores};
 use crate::request::Query;
 use crate::request::response::{bytes_response, error_response};
@@ -30,7 +27,6 @@ use apiforge_core::meta::Status;
 use apiforge_core::resource::KindInfo;
 use apiforge_core::scheme::Scheme;
 pub use documents::Documents;
-use negotiation::{Allowed, Format, Target};
 
 /// Build and version facts served at `/version`.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -59,8 +55,9 @@ pub struct VersionInfo {
 /// Everything the handlers share.
 pub struct ApiServer {
     scheme: Scheme,
-    /// The store of each served (group, version, plural).
-    stores: Stores,
+    /// What the resource handlers share: the stores, the watch timeout,
+    /// shutdown.
+    served: Served,
     docs: Documents,
     /// The versions of each group with a resource list (`docs`), for
     /// [`ApiServer::serves_version`].
@@ -69,8 +66,6 @@ pub struct ApiServer {
     authorizer: crate::authz::Authorizer,
     version: VersionInfo,
     health: Arc<healthz::Health>,
-    min_request_timeout: Duration,
-    shutdown: tokio::sync::watch::Receiver<bool>,
 }
 
 /// What [`ApiServer::new`] is built from.
@@ -121,21 +116,23 @@ impl ApiServer {
         }
         ApiServer {
             scheme,
-            stores,
+            served: Served {
+                stores,
+                min_request_timeout,
+                shutdown,
+            },
             docs,
             served_versions,
             authenticator,
             authorizer,
             version,
             health,
-            min_request_timeout,
-            shutdown,
         }
     }
 
     /// The stores of the kinds served.
     pub fn stores(&self) -> &Stores {
-        &self.stores
+        &self.served.stores
     }
 
     /// The authenticator.
@@ -158,18 +155,10 @@ impl ApiServer {
         self.health.begin_shutdown();
     }
 
-    /// How long a watch without `timeoutSeconds` lasts: a random time in
-    /// `[1x, 2x)` of `--min-request-timeout`.
-    pub(crate) fn default_watch_timeout(&self) -> Duration {
-        use rand::Rng;
-        let base = self.min_request_timeout.as_secs_f64();
-        Duration::from_secs_f64(base * (1.0 + rand::rng().random_range(0.0..1.0)))
-    }
-
     /// Counts objects per resource into `apiserver_storage_objects`.
     async fn update_storage_objects(&self) {
         let mut seen = std::collections::HashSet::new();
-        for (store, _) in self.stores.iter() {
+        for (store, _) in self.served.stores.iter() {
             let info = store.kind().storage_info();
             let resource = if info.group.is_empty() {
                 info.plural.to_string()
@@ -200,7 +189,7 @@ impl ApiServer {
         version: &'a str,
         plural: &'a str,
     ) -> Option<&'a (Store, &'static KindInfo)> {
-        self.stores.get(group, version, plural)
+        self.served.stores.get(group, version, plural)
     }
 
     /// Whether a resource list (`/api/<version>` or
@@ -234,30 +223,6 @@ impl crate::filters::Handler for Director {
     }
 }
 
-/// A JSON (or YAML) response with a status code.
-pub(crate) fn respond(code: StatusCode, format: Format, value: &Value) -> Response {
-    let body = match format {
-        Format::Json => serde_json::to_vec(value)
-            .map(Bytes::from)
-            .map_err(|e| e.to_string()),
-        Format::Yaml => serde_saphyr::to_string(value)
-            .map(Bytes::from)
-            .map_err(|e| e.to_string()),
-        // Only a Status has a kind-independent protobuf form; objects go
-        // through their kind's codec (`protobuf::respond_object`).
-        Format::Protobuf => match value.get("kind").and_then(Value::as_str) {
-            Some("Status") => serde_json::from_value::<Status>(value.clone())
-                .map(|s| Bytes::from(apiforge_core::protobuf::status_body(&s)))
-                .map_err(|e| e.to_string()),
-            _ => Err("no protobuf serializer for this object".into()),
-        },
-    };
-    match body {
-        Ok(body) => bytes_response(code, format.content_type(), body),
-        Err(e) => error_response(&Status::internal(e).into()),
-    }
-}
-
 /// Routes every request the core server owns (behind the filter chain,
 /// [`crate::filters`], and the delegation chain, [`delegation`]).
 async fn director(server: &ApiServer, req: Request) -> Response {
@@ -277,7 +242,16 @@ async fn director(server: &ApiServer, req: Request) -> Response {
             )
             .await;
         }
-        let handler = std::pin::pin!(resource::handle(server, info, params, req));
+        let Some((store, kind)) = server.store(&info.group, &info.version, &info.resource) else {
+            return error_response(&Status::path_not_found().into());
+        };
+        let handler = std::pin::pin!(crate::handlers::handle(
+            &server.served,
+            (store, kind),
+            info.clone(),
+            params,
+            req
+        ));
         return crate::request::user::with_user(user, handler).await;
     }
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {

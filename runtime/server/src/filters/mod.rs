@@ -14,8 +14,10 @@
 //!    events, logs and the `Audit-Id` response header all use);
 //! 2. [`request_info`]: parses the path into
 //!    [`RequestInfo`](crate::request::RequestInfo) (shared by everything
-//!    below as an `Arc<RequestInfo>`, see [`crate::request::info::of`]) and
-//!    records the arrival time;
+//!    below as an `Arc<RequestInfo>`, see [`crate::request::info::of`]),
+//!    records the arrival time and runs the rest of the chain in the
+//!    request's tracing span (audit ID, verb, resource, namespace, user,
+//!    status);
 //! 3. [`metrics`]: `apiserver_request_total`, request durations, long-running
 //!    request gauges;
 //! 4. [`panic_recovery`]: a panicking handler becomes a 500 `Status`;

@@ -8,9 +8,9 @@ use axum::response::Response;
 use http::{StatusCode, header};
 use serde_json::{Value, json};
 
+use super::negotiation::Format;
+use super::respond;
 use super::{Ctx, delete_options, namespace_scope, parse_list_params};
-use crate::endpoints::negotiation::Format;
-use crate::endpoints::respond;
 use crate::error::{ApiError, ApiResult};
 use crate::patch::{self, FieldValidation, KindSchema, PatchError, PatchType, fields};
 use apiforge_core::meta::Status;

@@ -21,7 +21,7 @@ use http::{StatusCode, header};
 use serde_json::Value;
 
 use super::negotiation::{self, Allowed, Format, Target};
-use super::{Ctx, patching, protobuf, table};
+use super::{Ctx, patch as patching, protobuf, table};
 use crate::error::{ApiError, ApiResult};
 use crate::patch::{self, FieldValidation, KindSchema, PatchType, fields};
 use crate::registry::Store;
