@@ -1,6 +1,7 @@
-//! Request logging: every log line of a request carries the request's span
-//! (audit ID, verb, resource, namespace, user), in the text format and with
-//! `--logging-format=json` (kube-apiserver's flag).
+//! Request logging: from `-v 2` on (the span is at DEBUG level), every log
+//! line of a request carries the request's span (audit ID, verb, resource,
+//! namespace, user), in the text format and with `--logging-format=json`
+//! (kube-apiserver's flag).
 
 mod common;
 

@@ -21,6 +21,10 @@ use crate::request::{AuditId, ReceivedAt};
 /// log line of the request carries: `audit_id`, `verb`, `resource`,
 /// `namespace`, then `user` (recorded by authentication) and `status`
 /// (recorded when the response is ready).
+///
+/// The span is at DEBUG level (on with `-v 2` or `RUST_LOG=debug`): at
+/// INFO, on by default, the subscriber's work for it cost ~2.5–3 µs per
+/// request, about a sixth of a GET's CPU.
 pub async fn filter(mut req: Request, next: impl super::Next) -> Response {
     let info = from_request(&req);
     let audit_id = req
@@ -28,7 +32,7 @@ pub async fn filter(mut req: Request, next: impl super::Next) -> Response {
         .get::<AuditId>()
         .map(|id| id.0.as_str())
         .unwrap_or_default();
-    let span = tracing::info_span!(
+    let span = tracing::debug_span!(
         "request",
         audit_id,
         verb = info.verb.as_str(),
