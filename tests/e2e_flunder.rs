@@ -303,7 +303,9 @@ async fn streaming_list_watch_and_list_option_validation() {
     // cache holds (as upstream's "any"): a consistent list first makes the
     // cache catch up with the three creates, which may still be on their
     // way to it on a loaded machine.
-    api.list(&Default::default()).await.expect("consistent list");
+    api.list(&Default::default())
+        .await
+        .expect("consistent list");
     // sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true
     let wp = WatchParams::streaming_lists();
     let mut events = api.watch(&wp, "0").await.expect("watch").boxed();
