@@ -18,8 +18,10 @@ pub struct Authentication {
     pub failed_audit: Option<Arc<crate::audit::Auditor>>,
 }
 
-/// The authentication filter: the request's [`UserInfo`] goes into its
-/// extensions (as an `Arc<UserInfo>`, see [`user_of`]), or the request
+/// The authentication filter: the request's
+/// [`UserInfo`](crate::request::user::UserInfo) goes into its
+/// extensions (as an `Arc<UserInfo>`, see
+/// [`user_of`](crate::request::user::user_of)), or the request
 /// ends with 401 (audited, with auditing on).
 pub async fn filter(
     state: &Authentication,
