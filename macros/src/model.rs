@@ -1,5 +1,5 @@
+use darling::FromDeriveInput;
 use darling::util::{Flag, SpannedValue};
-use darling::{FromDeriveInput, FromField};
 
 use crate::attr::{
     CelAttr, ConvertContainerAttrs, ConvertFieldAttrs, FieldAttrs, PrintColumnAttr, ResourceAttrs,
@@ -174,17 +174,8 @@ impl ValidateModel {
         let rename_all = serde_rename_all(&input.attrs);
         let mut fields = Vec::new();
         for field in &data.fields {
-            let dups = duplicates(&field.attrs, "validate");
-            let has_duplicates = !dups.is_empty();
-            dups.into_iter().for_each(|e| cx.push(e));
-            let attrs = match FieldAttrs::from_field(field) {
-                Ok(a) => a,
-                Err(e) => {
-                    if !has_duplicates {
-                        cx.push(e);
-                    }
-                    continue;
-                }
+            let Some(attrs) = field_attrs::<FieldAttrs>(cx, field, "validate") else {
+                continue;
             };
             let Some(ident) = attrs.ident.clone() else {
                 cx.push(
@@ -447,17 +438,8 @@ impl ConvertModel {
         };
         let mut fields = Vec::new();
         for field in &data.fields {
-            let dups = duplicates(&field.attrs, "convert");
-            let has_duplicates = !dups.is_empty();
-            dups.into_iter().for_each(|e| cx.push(e));
-            let attrs = match ConvertFieldAttrs::from_field(field) {
-                Ok(a) => a,
-                Err(e) => {
-                    if !has_duplicates {
-                        cx.push(e);
-                    }
-                    continue;
-                }
+            let Some(attrs) = field_attrs::<ConvertFieldAttrs>(cx, field, "convert") else {
+                continue;
             };
             // Unnamed fields are the container's shape error.
             let Some(ident) = attrs.ident.clone() else {
@@ -478,5 +460,23 @@ impl ConvertModel {
             hub_default: container.hub_default.is_present(),
             fields,
         })
+    }
+}
+
+/// Parses one field's `#[name(...)]` attributes. Errors go into `cx`; a
+/// repeated key is reported once, as "specified more than once", rather
+/// than again by darling.
+fn field_attrs<A: darling::FromField>(cx: &Ctxt, field: &syn::Field, name: &str) -> Option<A> {
+    let dups = duplicates(&field.attrs, name);
+    let has_duplicates = !dups.is_empty();
+    dups.into_iter().for_each(|e| cx.push(e));
+    match A::from_field(field) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            if !has_duplicates {
+                cx.push(e);
+            }
+            None
+        }
     }
 }
