@@ -12,6 +12,7 @@ use super::{Ctx, protobuf};
 use crate::error::{ApiError, ApiResult};
 use crate::request::MAX_REQUEST_BODY_BYTES;
 use apiforge_core::meta::Status;
+use apiforge_core::scheme::{DecodeError, Kind, Object};
 
 /// The whole request body, or 413 when it is over
 /// [`MAX_REQUEST_BODY_BYTES`] (kube-apiserver's 3 MiB default).
@@ -26,11 +27,34 @@ pub(super) async fn read_body_limited(req: Request) -> ApiResult<Bytes> {
         })
 }
 
+/// The request body decoded into the kind's hub, as JSON (for the writes
+/// that merge it with a stored object).
 pub(super) async fn read_body(
     ctx: &Ctx<'_>,
     req: Request,
     validation: crate::patch::FieldValidation,
 ) -> ApiResult<Value> {
+    read_decoded(ctx, req, validation, Kind::decode).await
+}
+
+/// The request body decoded once into the kind's hub, typed.
+pub(super) async fn read_object(
+    ctx: &Ctx<'_>,
+    req: Request,
+    validation: crate::patch::FieldValidation,
+) -> ApiResult<Object> {
+    read_decoded(ctx, req, validation, Kind::decode_object).await
+}
+
+/// Reads, parses and checks the body, then `decode`s it from the
+/// request's version into the hub: the same path for JSON, YAML and
+/// protobuf bodies.
+async fn read_decoded<T>(
+    ctx: &Ctx<'_>,
+    req: Request,
+    validation: crate::patch::FieldValidation,
+    decode: fn(&Kind, &str, Value) -> Result<T, DecodeError>,
+) -> ApiResult<T> {
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -81,11 +105,8 @@ pub(super) async fn read_body(
     }
     let issues = super::patch::field_issues(ctx, validation, format, &bytes, &value);
     check_body_kind(ctx, &value, &bytes)?;
-    let hub = ctx
-        .store
-        .kind()
-        .decode(info.version, value)
-        .map_err(|e| cannot_handle(e.to_string()))?;
+    let hub =
+        decode(ctx.store.kind(), info.version, value).map_err(|e| cannot_handle(e.to_string()))?;
     super::patch::report_field_issues(validation, issues, cannot_handle)?;
     Ok(hub)
 }

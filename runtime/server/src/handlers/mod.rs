@@ -16,6 +16,8 @@ mod patch;
 pub mod protobuf;
 mod subresources;
 pub mod table;
+#[cfg(test)]
+mod tests;
 mod update;
 mod watch;
 
@@ -44,6 +46,7 @@ use crate::request::RequestInfo;
 use crate::request::response::{bytes_response, error_response};
 use apiforge_core::meta::{Status, StatusDetails};
 use apiforge_core::resource::KindInfo;
+use apiforge_core::scheme::Object;
 use apiforge_core::validation::{ErrorList, FieldError};
 use negotiation::{Allowed, Format, Target};
 use table::IncludeObject;
@@ -201,6 +204,31 @@ impl Ctx<'_> {
     fn object_response(&self, code: StatusCode, hub: &Value) -> ApiResult<Response> {
         let (format, target) = self.negotiate(false)?;
         let obj = self.encode(hub)?;
+        self.render_object(code, format, target, obj)
+    }
+
+    /// [`Ctx::object_response`] for a typed hub object (encoded without
+    /// decoding JSON).
+    fn typed_response(&self, code: StatusCode, hub: &Object) -> ApiResult<Response> {
+        let (format, target) = self.negotiate(false)?;
+        let obj = self
+            .store
+            .kind()
+            .encode_object(self.info.version, hub)
+            .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
+        self.render_object(code, format, target, obj)
+    }
+
+    /// Writes an object already encoded in the request's version as the
+    /// negotiated `format` and `target` (the object, a Table or its
+    /// metadata).
+    fn render_object(
+        &self,
+        code: StatusCode,
+        format: Format,
+        target: Target,
+        obj: Value,
+    ) -> ApiResult<Response> {
         let body = match target {
             Target::Table(v) => table::table(
                 self.info,

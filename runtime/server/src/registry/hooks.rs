@@ -70,14 +70,6 @@ impl Store {
             .map_err(Self::decode_err)
     }
 
-    /// After create preparation: generation 1 for kinds that bump it.
-    pub(super) fn initial_generation(&self, hub: &mut Value) -> ApiResult<()> {
-        if self.kind.bump_generation_on_spec_change() {
-            metadata_mut(hub)?.insert("generation".into(), Value::from(1));
-        }
-        Ok(())
-    }
-
     /// After update preparation (`new` already carries the old
     /// generation): one more when anything outside metadata and status
     /// changed, for kinds that bump it.
@@ -95,18 +87,6 @@ impl Store {
             current
         };
         metadata_mut(new)?.insert("generation".into(), Value::from(next.max(1)));
-        Ok(())
-    }
-
-    /// Records the strategy's create warnings for the response.
-    pub(super) fn warn_create(&self, hub: &Value) -> ApiResult<()> {
-        for w in self
-            .kind
-            .warnings_on_create(hub)
-            .map_err(Self::decode_err)?
-        {
-            crate::request::warning::add(w);
-        }
         Ok(())
     }
 

@@ -18,6 +18,7 @@ use super::{Store, metadata_mut};
 use crate::admission::{self, Attributes, Operation};
 use crate::error::{ApiError, ApiResult};
 use apiforge_core::meta::{Status, Time};
+use apiforge_core::scheme::Object;
 use apiforge_storage::{self as storage, KeyValue, Revision, WriteOutcome};
 
 /// What a DELETE did.
@@ -127,6 +128,29 @@ impl Store {
             );
         }
         Ok(object)
+    }
+
+    /// [`Store::admit_object`] on a typed object: the plugins see its JSON
+    /// form, and it is decoded again only when a plugin changed it.
+    pub(super) async fn admit_typed(
+        &self,
+        operation: Operation,
+        namespace: &str,
+        name: &str,
+        object: Object,
+        dry_run: bool,
+    ) -> ApiResult<Object> {
+        if !self.admission.wants(operation, self.info.group) {
+            return Ok(object);
+        }
+        let value = object.to_value().map_err(Self::decode_err)?;
+        let admitted = self
+            .admit_object(operation, namespace, name, value.clone(), None, dry_run)
+            .await?;
+        if admitted == value {
+            return Ok(object);
+        }
+        self.kind.hub_object(admitted).map_err(Self::decode_err)
     }
 
     /// Runs the mutating admission plugins of a delete (no objects, as the

@@ -2,9 +2,11 @@
 //! [`Storage`] interface, driven by the kind's strategy (the generic
 //! apiserver's `registry.Store`).
 //!
-//! Objects enter and leave in their hub form as JSON values; they are stored
-//! in the kind's storage version without `metadata.resourceVersion`, which is
-//! set from the storage revision on every read.
+//! Objects enter and leave in their hub form: as JSON values, or, on the
+//! create path, as one typed [`Object`] decoded once from the request body.
+//! They are stored in the kind's storage version without
+//! `metadata.resourceVersion`, which is set from the storage revision on
+//! every read.
 
 pub mod cache;
 mod hooks;
@@ -33,9 +35,9 @@ use serde_json::Value;
 
 use crate::admission::{self, Operation};
 use crate::error::{ApiError, ApiResult};
-use apiforge_core::meta::{Status, Time};
+use apiforge_core::meta::{ObjectMeta, Status, Time};
 use apiforge_core::resource::KindInfo;
-use apiforge_core::scheme::Kind;
+use apiforge_core::scheme::{Kind, Object};
 use apiforge_core::validation::{self, ErrorList, FieldError};
 use apiforge_storage::{self as storage, KeyValue, Revision, Storage, WatchItem, WriteOutcome};
 
@@ -263,8 +265,7 @@ impl Store {
     }
 
     /// Validation shared by create and update: the generic ObjectMeta rules.
-    fn validate_meta(&self, hub: &Value) -> ErrorList {
-        let meta = apiforge_core::scheme::object_meta(hub);
+    fn validate_meta(&self, meta: &ObjectMeta) -> ErrorList {
         let mut errs = ErrorList::default();
         if self.namespaced() && meta.namespace.is_empty() {
             errs.push(FieldError::required("metadata.namespace", ""));
@@ -306,79 +307,74 @@ impl Store {
         }
         let hub = self
             .kind()
-            .decode(version, obj)
+            .decode_object(version, obj)
             .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
-        match self.create(namespace, hub, false).await {
+        match self.create_object(namespace, hub, false).await {
             Ok(_) => Ok(true),
             Err(e) if e.code() == 409 => Ok(false),
             Err(e) => Err(e),
         }
     }
 
-    /// Creates an object. `hub` is the decoded, defaulted request body; the
-    /// namespace comes from the path. Returns the stored object.
-    pub async fn create(&self, namespace: &str, mut hub: Value, dry_run: bool) -> ApiResult<Value> {
-        let meta = metadata_mut(&mut hub)?;
+    /// Creates an object. `hub` is the decoded, defaulted request body in
+    /// the hub's JSON form; the namespace comes from the path. Returns the
+    /// stored object. [`Store::create_object`] without JSON: the body
+    /// decoded once, typed.
+    pub async fn create(&self, namespace: &str, hub: Value, dry_run: bool) -> ApiResult<Value> {
+        let hub = self.kind.hub_object(hub).map_err(|e| {
+            ApiError::from(Status::bad_request(format!(
+                "the object is not a {}: {e}",
+                self.info.kind
+            )))
+        })?;
+        let created = self.create_object(namespace, hub, dry_run).await?;
+        created.to_value().map_err(Self::decode_err)
+    }
+
+    /// Creates an object from its typed hub form (the request body, decoded
+    /// once): admission, the strategy's status reset, preparation,
+    /// validation and warnings, and the storage encoding all work on it
+    /// without decoding JSON again. Returns the stored object.
+    pub async fn create_object(
+        &self,
+        namespace: &str,
+        mut hub: Object,
+        dry_run: bool,
+    ) -> ApiResult<Object> {
         if self.namespaced() {
-            match meta.get("namespace").and_then(Value::as_str) {
-                Some(ns) if !ns.is_empty() && ns != namespace => {
-                    return Err(Status::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    )
-                    .into());
-                }
-                _ => {
-                    meta.insert("namespace".into(), Value::String(namespace.into()));
-                }
+            let meta = hub.metadata_mut();
+            if !meta.namespace.is_empty() && meta.namespace != namespace {
+                return Err(Status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                )
+                .into());
             }
+            meta.namespace = namespace.to_string();
         }
-        let requested_name = apiforge_core::scheme::object_meta(&hub).name;
+        let requested_name = hub.metadata().name.clone();
         let mut hub = self
-            .admit_object(
-                Operation::Create,
-                namespace,
-                &requested_name,
-                hub,
-                None,
-                dry_run,
-            )
+            .admit_typed(Operation::Create, namespace, &requested_name, hub, dry_run)
             .await?;
-        let meta = metadata_mut(&mut hub)?;
-        let name = meta
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let generate_name = meta
-            .get("generateName")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        meta.insert(
-            "uid".into(),
-            Value::String(uuid::Uuid::new_v4().to_string()),
-        );
-        meta.insert(
-            "creationTimestamp".into(),
-            Value::String(Time::now().to_string()),
-        );
-        for server_set in [
-            "resourceVersion",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "selfLink",
-        ] {
-            meta.remove(server_set);
-        }
+        let meta = hub.metadata_mut();
+        let name = meta.name.clone();
+        let generate_name = meta.generate_name.clone();
+        meta.uid = uuid::Uuid::new_v4().to_string();
+        meta.creation_timestamp = Some(Time::now());
+        meta.resource_version.clear();
+        meta.deletion_timestamp = None;
+        meta.deletion_grace_period_seconds = None;
+        meta.self_link.clear();
         // With the status subresource, status is only written through
         // `/status`: a create starts without it.
         self.kind
-            .reset_status_on_create(&mut hub)
+            .reset_status_on_create_object(&mut hub)
             .map_err(Self::decode_err)?;
         self.kind
-            .prepare_for_create(&mut hub)
+            .prepare_for_create_object(&mut hub)
             .map_err(Self::decode_err)?;
-        self.initial_generation(&mut hub)?;
+        if self.kind.bump_generation_on_spec_change() {
+            hub.metadata_mut().generation = 1;
+        }
 
         let attempts = if name.is_empty() && !generate_name.is_empty() {
             8
@@ -388,43 +384,55 @@ impl Store {
         for _ in 0..attempts {
             let name = if name.is_empty() && !generate_name.is_empty() {
                 let generated = format!("{generate_name}{}", random_suffix());
-                metadata_mut(&mut hub)?.insert("name".into(), Value::String(generated.clone()));
+                hub.metadata_mut().name = generated.clone();
                 generated
             } else {
                 name.clone()
             };
-            let mut errs = self.kind.validate_create(&hub).map_err(Self::decode_err)?;
+            let mut errs = self
+                .kind
+                .validate_create_object(&hub)
+                .map_err(Self::decode_err)?;
             if errs.is_empty() {
-                errs = self.validate_meta(&hub);
+                errs = self.validate_meta(hub.metadata());
             }
             if !errs.is_empty() {
                 return Err(self.invalid(&name, &errs));
             }
-            self.validate_admission(
-                Operation::Create,
-                namespace,
-                &name,
-                Some(&hub),
-                None,
-                dry_run,
-            )
-            .await?;
-            self.warn_create(&hub)?;
-            let encoded = self.encode(&hub)?;
+            if self.admission.wants(Operation::Create, self.info.group) {
+                let object = hub.to_value().map_err(Self::decode_err)?;
+                self.validate_admission(
+                    Operation::Create,
+                    namespace,
+                    &name,
+                    Some(&object),
+                    None,
+                    dry_run,
+                )
+                .await?;
+            }
+            for w in self
+                .kind
+                .warnings_on_create_object(&hub)
+                .map_err(Self::decode_err)?
+            {
+                crate::request::warning::add(w);
+            }
+            let (bytes, mut stored) = self.kind.store_object(&hub).map_err(Self::decode_err)?;
             let key = self.key(namespace, &name);
             if dry_run {
                 return match self.storage.get(&key, 0).await? {
                     Some(_) => {
                         Err(Status::already_exists(self.info.group, self.info.plural, &name).into())
                     }
-                    None => self
-                        .kind
-                        .from_storage(encoded.stored)
-                        .map_err(Self::decode_err),
+                    None => Ok(stored),
                 };
             }
-            match self.storage.create(&key, encoded.bytes.clone()).await {
-                Ok(kv) => return self.written(encoded, kv.mod_revision),
+            match self.storage.create(&key, Bytes::from(bytes)).await {
+                Ok(kv) => {
+                    stored.metadata_mut().resource_version = kv.mod_revision.to_string();
+                    return Ok(stored);
+                }
                 Err(storage::Error::AlreadyExists(_)) if attempts > 1 => continue,
                 Err(storage::Error::AlreadyExists(_)) => {
                     return Err(
@@ -806,7 +814,7 @@ impl Store {
                 .validate_update(&new, &old)
                 .map_err(Self::decode_err)?;
             if errs.is_empty() {
-                errs = self.validate_meta(&new);
+                errs = self.validate_meta(&apiforge_core::scheme::object_meta(&new));
             }
             if !errs.is_empty() {
                 return Err(self.invalid(name, &errs));

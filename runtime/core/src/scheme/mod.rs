@@ -1,7 +1,8 @@
 //! The kind registry: every compiled-in kind with its versions, and the
 //! type-erased operations (decode, default, convert, validate, encode) the
-//! layers above storage use. Objects cross this boundary as JSON values, so
-//! the registry, cacher and endpoints are written once for all kinds.
+//! layers above storage use. Objects cross this boundary as JSON values or
+//! as one typed [`Object`] (the create path: a body decoded once), so the
+//! registry, cacher and endpoints are written once for all kinds.
 //!
 //! A kind has one *hub* type (the type the strategy runs on, often one of the
 //! versions) and any number of served versions, each convertible to and
@@ -16,6 +17,9 @@ use serde_json::{Map, Value};
 use crate::meta::ObjectMeta;
 use crate::resource::{KindInfo, Resource, Strategy};
 use crate::validation::ErrorList;
+
+mod object;
+pub use object::{Object, typed_decodes};
 
 /// Conversion between a versioned type and its hub. Identity for the hub
 /// itself; derived or hand-written for the other versions.
@@ -43,6 +47,10 @@ pub enum DecodeError {
     Invalid(String),
 }
 
+/// Encodes a typed hub object for storage: the bytes, and the hub object
+/// they read back as.
+type StoreObject = fn(&Object) -> Result<(Vec<u8>, Object), DecodeError>;
+
 /// Operations of one served version of a kind.
 #[derive(Clone)]
 pub struct VersionOps {
@@ -50,6 +58,9 @@ pub struct VersionOps {
     pub info: &'static KindInfo,
     decode: fn(Value) -> Result<Value, DecodeError>,
     encode: fn(&Value) -> Result<Value, DecodeError>,
+    decode_object: fn(Value) -> Result<Object, DecodeError>,
+    encode_object: fn(&Object) -> Result<Value, DecodeError>,
+    store_object: StoreObject,
     schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
     protobuf: Option<ProtobufOps>,
 }
@@ -98,10 +109,55 @@ where
     V: Strategy + Convert<H>,
     H: Resource,
 {
+    let hub: H = decode_hub::<V, H>(body)?;
+    serde_json::to_value(&hub).map_err(|e| DecodeError::Invalid(e.to_string()))
+}
+
+/// Deserializes a body of version `V`, defaults it and converts it to the
+/// hub: the one typed decode of a request body.
+fn decode_hub<V, H>(body: Value) -> Result<H, DecodeError>
+where
+    V: Strategy + Convert<H>,
+    H: Resource,
+{
+    object::count_decode();
     let mut v: V = serde_json::from_value(body).map_err(|e| DecodeError::Invalid(e.to_string()))?;
     v.default_fields();
-    let hub: H = v.into_hub();
-    serde_json::to_value(&hub).map_err(|e| DecodeError::Invalid(e.to_string()))
+    Ok(v.into_hub())
+}
+
+fn decode_version_object<V, H>(body: Value) -> Result<Object, DecodeError>
+where
+    V: Strategy + Convert<H>,
+    H: Resource,
+{
+    decode_hub::<V, H>(body).map(Object::new)
+}
+
+fn encode_version_object<V, H>(hub: &Object) -> Result<Value, DecodeError>
+where
+    V: Resource + Convert<H>,
+    H: Resource,
+{
+    let v = V::from_hub(hub.hub::<H>()?);
+    let body = serde_json::to_value(&v).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(with_type_meta(body, &V::INFO))
+}
+
+/// Encodes a hub object in storage version `V` (without resourceVersion)
+/// and converts that back to the hub, as reading the bytes would give,
+/// without parsing them.
+fn store_version_object<V, H>(hub: &Object) -> Result<(Vec<u8>, Object), DecodeError>
+where
+    V: Resource + Convert<H>,
+    H: Resource,
+{
+    let mut v = V::from_hub(hub.hub::<H>()?);
+    v.metadata_mut().resource_version.clear();
+    let body = serde_json::to_value(&v).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let bytes = serde_json::to_vec(&with_type_meta(body, &V::INFO))
+        .map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok((bytes, Object::new(v.into_hub())))
 }
 
 fn encode_version<V, H>(hub: &Value) -> Result<Value, DecodeError>
@@ -163,6 +219,42 @@ pub struct Kind {
     table_printer: Option<&'static crate::resource::TablePrinter>,
     finalizers_pending: fn(&Value) -> Result<bool, DecodeError>,
     on_deletion_requested: HubPrepare,
+    objects: ObjectOps,
+}
+
+/// The strategy hooks on a typed [`Object`] of the hub type.
+#[derive(Clone, Copy)]
+struct ObjectOps {
+    from_hub: fn(Value) -> Result<Object, DecodeError>,
+    reset_status: fn(&mut Object) -> Result<(), DecodeError>,
+    prepare_for_create: fn(&mut Object) -> Result<(), DecodeError>,
+    validate_create: fn(&Object) -> Result<ErrorList, DecodeError>,
+    warnings_on_create: fn(&Object) -> Result<Vec<String>, DecodeError>,
+}
+
+impl ObjectOps {
+    fn of<H: Strategy>() -> Self {
+        ObjectOps {
+            from_hub: |v| {
+                object::count_decode();
+                H::deserialize(v)
+                    .map(Object::new)
+                    .map_err(|e| DecodeError::Invalid(e.to_string()))
+            },
+            reset_status: |o| {
+                o.hub_mut::<H>()?.reset_status_on_create();
+                Ok(())
+            },
+            prepare_for_create: |o| {
+                let h = o.hub_mut::<H>()?;
+                h.prepare_for_create();
+                h.canonicalize();
+                Ok(())
+            },
+            validate_create: |o| Ok(o.hub::<H>()?.validate_create()),
+            warnings_on_create: |o| Ok(o.hub::<H>()?.warnings_on_create()),
+        }
+    }
 }
 
 fn hub_validate<H: Strategy>(v: &Value) -> Result<ErrorList, DecodeError> {
@@ -199,6 +291,7 @@ fn from_value<H: Strategy>(v: &Value) -> Result<H, DecodeError> {
 
 /// Deserializes a typed value from a JSON value without copying it first.
 fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, DecodeError> {
+    object::count_decode();
     T::deserialize(v).map_err(|e| DecodeError::Invalid(e.to_string()))
 }
 
@@ -276,6 +369,9 @@ impl<H: Strategy> KindBuilder<H> {
             info: &V::INFO,
             decode: decode_version::<V, H>,
             encode: encode_version::<V, H>,
+            decode_object: decode_version_object::<V, H>,
+            encode_object: encode_version_object::<V, H>,
+            store_object: store_version_object::<V, H>,
             schema: schema_of::<V>,
             protobuf: None,
         });
@@ -325,6 +421,7 @@ impl<H: Strategy> KindBuilder<H> {
             table_printer: H::table_printer(),
             finalizers_pending: hub_finalizers_pending::<H>,
             on_deletion_requested: hub_on_deletion_requested::<H>,
+            objects: ObjectOps::of::<H>(),
         }
     }
 }
@@ -361,6 +458,57 @@ impl Kind {
             .version(version)
             .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))?;
         (ops.encode)(hub)
+    }
+
+    /// Decodes a request body in `version` into a typed hub object
+    /// (defaulted): the request's one typed decode.
+    pub fn decode_object(&self, version: &str, body: Value) -> Result<Object, DecodeError> {
+        (self.served(version)?.decode_object)(body)
+    }
+
+    /// Reads a hub object given as JSON (the hub's own form, as
+    /// [`Kind::decode`] returns it) into a typed [`Object`].
+    pub fn hub_object(&self, hub: Value) -> Result<Object, DecodeError> {
+        (self.objects.from_hub)(hub)
+    }
+
+    /// Encodes a typed hub object in `version` (with `apiVersion` and
+    /// `kind`).
+    pub fn encode_object(&self, version: &str, hub: &Object) -> Result<Value, DecodeError> {
+        (self.served(version)?.encode_object)(hub)
+    }
+
+    /// The bytes that store a typed hub object (the storage version, no
+    /// resourceVersion), and the hub object reading them back gives
+    /// (lossy conversions show here), converted without parsing the bytes.
+    pub fn store_object(&self, hub: &Object) -> Result<(Vec<u8>, Object), DecodeError> {
+        (self.served(self.storage_version)?.store_object)(hub)
+    }
+
+    /// [`Kind::reset_status_on_create`] on a typed object.
+    pub fn reset_status_on_create_object(&self, hub: &mut Object) -> Result<(), DecodeError> {
+        (self.objects.reset_status)(hub)
+    }
+
+    /// [`Kind::prepare_for_create`] (preparation, then canonicalization)
+    /// on a typed object.
+    pub fn prepare_for_create_object(&self, hub: &mut Object) -> Result<(), DecodeError> {
+        (self.objects.prepare_for_create)(hub)
+    }
+
+    /// [`Kind::validate_create`] on a typed object.
+    pub fn validate_create_object(&self, hub: &Object) -> Result<ErrorList, DecodeError> {
+        (self.objects.validate_create)(hub)
+    }
+
+    /// [`Kind::warnings_on_create`] on a typed object.
+    pub fn warnings_on_create_object(&self, hub: &Object) -> Result<Vec<String>, DecodeError> {
+        (self.objects.warnings_on_create)(hub)
+    }
+
+    fn served(&self, version: &str) -> Result<&VersionOps, DecodeError> {
+        self.version(version)
+            .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))
     }
 
     /// Round-trips a hub object through the storage version, as writing it
