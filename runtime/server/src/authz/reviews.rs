@@ -32,6 +32,17 @@ use apiforge_core::meta::{Status, StatusCause};
 const AUTHORIZATION: &str = "authorization.k8s.io";
 const AUTHENTICATION: &str = "authentication.k8s.io";
 
+/// The review resources: group, version and plural.
+pub const RESOURCES: [(&str, &str, &str); 7] = [
+    (AUTHORIZATION, "v1", "selfsubjectaccessreviews"),
+    (AUTHORIZATION, "v1", "subjectaccessreviews"),
+    (AUTHORIZATION, "v1", "localsubjectaccessreviews"),
+    (AUTHORIZATION, "v1", "selfsubjectrulesreviews"),
+    (AUTHENTICATION, "v1", "selfsubjectreviews"),
+    (AUTHENTICATION, "v1beta1", "selfsubjectreviews"),
+    (AUTHENTICATION, "v1", "tokenreviews"),
+];
+
 /// The review kinds, by group and plural.
 fn kind_of(info: &RequestInfo) -> Option<&'static str> {
     match (

@@ -7,51 +7,60 @@
 //! The aggregator and extensions links pass every request on until their
 //! features exist ([`PassThrough`]); the core link ([`Core`]) serves the
 //! paths of the compiled-in groups, discovery, OpenAPI, health, metrics
-//! and version; [`not_found`] answers kube-apiserver's 404 Status.
+//! and version along its route table ([`super::routes`]); [`not_found`]
+//! answers kube-apiserver's 404 Status.
 //!
-//! A link first says whether it [owns](Link::owns) a request (a cheap,
-//! synchronous check), and only the owner [serves](Link::serve) it, so a
-//! request costs one boxed future however many links it passes.
+//! A link [routes](Link::route) a request synchronously, once: it either
+//! returns the future that answers it or hands the request back for the
+//! next link, so a request costs one boxed future however many links it
+//! passes, and no link decides twice.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::extract::Request;
 use axum::response::Response;
 
 use super::ApiServer;
-use crate::admission::async_trait;
-use crate::request::RequestInfo;
 use apiforge_core::meta::Status;
 
+/// The answer a link gives to a request it serves.
+pub type Serving<'a> = Pin<Box<dyn Future<Output = Response> + Send + 'a>>;
+
+/// What a link does with a request.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the request moves from link to link either way; boxing it would allocate per link"
+)]
+pub enum Routed<'a> {
+    /// It serves it: the future answering it.
+    Serve(Serving<'a>),
+    /// It does not: the request, for the next link.
+    Pass(Request),
+}
+
 /// One server of the chain.
-#[async_trait]
 pub trait Link: Send + Sync {
     /// The server's name (kube-apiserver's: `kube-aggregator`,
     /// `kube-apiserver`, `apiextensions-apiserver`).
     fn name(&self) -> &'static str;
 
-    /// Whether this link answers `req` (else the next link gets it).
-    fn owns(&self, req: &Request) -> bool;
-
-    /// Answers a request the link [owns](Link::owns).
-    async fn serve(&self, req: Request) -> Response;
+    /// The future answering `req` if this link serves it; otherwise the
+    /// request back, for the next link.
+    fn route(&self, req: Request) -> Routed<'_>;
 }
 
 /// A link that serves nothing (yet) and hands every request on.
 pub struct PassThrough(pub &'static str);
 
-#[async_trait]
 impl Link for PassThrough {
     fn name(&self) -> &'static str {
         self.0
     }
 
-    fn owns(&self, _: &Request) -> bool {
-        false
-    }
-
-    async fn serve(&self, _: Request) -> Response {
-        not_found()
+    fn route(&self, req: Request) -> Routed<'_> {
+        Routed::Pass(req)
     }
 }
 
@@ -59,49 +68,19 @@ impl Link for PassThrough {
 /// endpoints.
 pub struct Core(pub Arc<ApiServer>);
 
-#[async_trait]
 impl Link for Core {
     fn name(&self) -> &'static str {
         "kube-apiserver"
     }
 
-    /// Whether the request is for a path this server serves (a resource
-    /// of a served group version, or one of the server's own paths).
-    fn owns(&self, req: &Request) -> bool {
-        let server = &self.0;
-        let parsed;
-        let info: &RequestInfo = match req.extensions().get::<Arc<RequestInfo>>() {
-            Some(info) => info,
-            None => {
-                parsed = crate::request::info::from_request(req);
-                &parsed
-            }
-        };
-        if info.is_resource_request {
-            return server.serves_version(&info.group, &info.version)
-                || crate::authz::reviews::is_review(info);
+    /// Serves the request if its route is in the server's table (a
+    /// resource of a served group version, or one of the server's own
+    /// paths).
+    fn route(&self, req: Request) -> Routed<'_> {
+        match self.0.route(&req) {
+            Some(route) => Routed::Serve(Box::pin(self.0.serve(route, req))),
+            None => Routed::Pass(req),
         }
-        let path = req.uri().path().trim_end_matches('/');
-        let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
-        if super::healthz::Endpoint::from_name(first).is_some() {
-            return true;
-        }
-        match path {
-            "/api" | "/apis" | "/version" | "/metrics" | "/openapi/v2" | "/openapi/v3" => true,
-            _ if path.starts_with("/openapi/v3/") => true,
-            _ => {
-                let trimmed = path.trim_start_matches('/');
-                match trimmed.split('/').collect::<Vec<_>>().as_slice() {
-                    ["apis", group] => server.docs.groups.contains_key(*group),
-                    ["apis", _, _] | ["api", _] => server.docs.resource_lists.contains_key(trimmed),
-                    _ => false,
-                }
-            }
-        }
-    }
-
-    async fn serve(&self, req: Request) -> Response {
-        super::director(&self.0, req).await
     }
 }
 
@@ -130,13 +109,16 @@ impl Chain {
         self.links.iter().map(|l| l.name()).collect()
     }
 
-    /// Passes `req` along the chain: the first link that owns it serves
+    /// Passes `req` along the chain: the first link that routes it serves
     /// it.
-    pub async fn serve(&self, req: Request) -> Response {
-        match self.links.iter().find(|link| link.owns(&req)) {
-            Some(link) => link.serve(req).await,
-            None => not_found(),
+    pub async fn serve(&self, mut req: Request) -> Response {
+        for link in &self.links {
+            match link.route(req) {
+                Routed::Serve(serving) => return serving.await,
+                Routed::Pass(back) => req = back,
+            }
         }
+        not_found()
     }
 }
 
@@ -153,20 +135,21 @@ mod tests {
     /// Answers requests whose path starts with its prefix.
     struct Prefix(&'static str, u16);
 
-    #[async_trait]
     impl Link for Prefix {
         fn name(&self) -> &'static str {
             self.0
         }
 
-        fn owns(&self, req: &Request) -> bool {
-            req.uri().path().starts_with(self.0)
-        }
-
-        async fn serve(&self, _: Request) -> Response {
-            let mut resp = Response::new(Body::empty());
-            *resp.status_mut() = http::StatusCode::from_u16(self.1).expect("code");
-            resp
+        fn route(&self, req: Request) -> Routed<'_> {
+            if !req.uri().path().starts_with(self.0) {
+                return Routed::Pass(req);
+            }
+            let code = self.1;
+            Routed::Serve(Box::pin(async move {
+                let mut resp = Response::new(Body::empty());
+                *resp.status_mut() = http::StatusCode::from_u16(code).expect("code");
+                resp
+            }))
         }
     }
 

@@ -1,12 +1,14 @@
-//! The HTTP surface: request parsing, the director that routes API paths to
+//! The HTTP surface: the route table ([`routes`]) that sends API paths to
 //! resource handlers and everything else (health, version, discovery,
-//! OpenAPI) to plain handlers, and response rendering.
+//! OpenAPI) to plain handlers, the delegation chain around it, and
+//! response rendering.
 
 mod compression;
 pub mod delegation;
 pub mod documents;
 pub mod healthz;
 mod openapi_v2;
+pub mod routes;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,14 +21,15 @@ use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 
 use crate::handlers::negotiation::{self, Allowed, Format, Target};
-use crate::handlers::{Served, respond};
-use crate::registry::{Store, Stores};
+use crate::handlers::reviews::Reviews;
+use crate::handlers::{Served, Stored, respond};
+use crate::registry::Stores;
 use crate::request::Query;
 use crate::request::response::{bytes_response, error_response};
 use apiforge_core::meta::Status;
-use apiforge_core::resource::KindInfo;
 use apiforge_core::scheme::Scheme;
 pub use documents::Documents;
+use routes::{Resources, Route};
 
 /// Build and version facts served at `/version`.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -62,8 +65,10 @@ pub struct ApiServer {
     /// The versions of each group with a resource list (`docs`), for
     /// [`ApiServer::serves_version`].
     served_versions: HashMap<String, Vec<String>>,
-    authenticator: crate::authn::Authenticator,
-    authorizer: crate::authz::Authorizer,
+    /// The route table of resource requests: every served resource.
+    resources: Resources,
+    authenticator: Arc<crate::authn::Authenticator>,
+    authorizer: Arc<crate::authz::Authorizer>,
     version: VersionInfo,
     health: Arc<healthz::Health>,
 }
@@ -114,8 +119,22 @@ impl ApiServer {
                 .or_default()
                 .push(version.to_string());
         }
+        let authenticator = Arc::new(authenticator);
+        let authorizer = Arc::new(authorizer);
+        let mut resources = Resources::default();
+        for (store, info) in stores.iter() {
+            resources.insert(
+                (info.group, info.version, info.plural),
+                Arc::new(Stored::new(store.clone(), info)),
+            );
+        }
+        let reviews = Arc::new(Reviews::new(authenticator.clone(), authorizer.clone()));
+        for key in Reviews::resources() {
+            resources.insert(*key, reviews.clone());
+        }
         ApiServer {
             scheme,
+            resources,
             served: Served {
                 stores,
                 min_request_timeout,
@@ -182,16 +201,6 @@ impl ApiServer {
         }
     }
 
-    /// The store and kind serving `group`, `version` and `plural`.
-    fn store<'a>(
-        &'a self,
-        group: &'a str,
-        version: &'a str,
-        plural: &'a str,
-    ) -> Option<&'a (Store, &'static KindInfo)> {
-        self.served.stores.get(group, version, plural)
-    }
-
     /// Whether a resource list (`/api/<version>` or
     /// `/apis/<group>/<version>`) is served for `group` and `version`.
     pub fn serves_version(&self, group: &str, version: &str) -> bool {
@@ -223,80 +232,46 @@ impl crate::filters::Handler for Director {
     }
 }
 
-/// Routes every request the core server owns (behind the filter chain,
-/// [`crate::filters`], and the delegation chain, [`delegation`]).
-async fn director(server: &ApiServer, req: Request) -> Response {
-    let params = Query::parse(req.uri().query().unwrap_or_default());
-    let info = crate::request::info::of(&req);
-    if info.is_resource_request {
-        let user = crate::request::user::user_of(&req)
-            .cloned()
-            .unwrap_or_default();
-        if crate::authz::reviews::is_review(&info) {
-            return crate::authz::reviews::handle(
-                &server.authenticator,
-                &server.authorizer,
-                &user,
-                &info,
-                req,
-            )
-            .await;
-        }
-        let Some((store, kind)) = server.store(&info.group, &info.version, &info.resource) else {
-            return error_response(&Status::path_not_found().into());
-        };
-        let handler = std::pin::pin!(crate::handlers::handle(
-            &server.served,
-            (store, kind),
-            info.clone(),
-            params,
-            req
-        ));
-        return crate::request::user::with_user(user, handler).await;
-    }
-    if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
-        return error_response(&Status::path_not_found().into());
-    }
-    let path = req.uri().path().to_string();
-    let mut segments = path.trim_start_matches('/').splitn(2, '/');
-    if let Some(endpoint) = segments.next().and_then(healthz::Endpoint::from_name) {
-        let check = segments.next().filter(|c| !c.is_empty());
-        return server.health.serve(endpoint, check, &params).await;
-    }
-    match path.as_str() {
-        "/metrics" => {
-            server.update_storage_objects().await;
-            bytes_response(
+impl ApiServer {
+    /// Answers a request along its [`Route`] (see [`ApiServer::route`]).
+    async fn serve(&self, route: Route<'_>, req: Request) -> Response {
+        let params = Query::parse(req.uri().query().unwrap_or_default());
+        match route {
+            Route::Resource(rest, info) => {
+                let user = crate::request::user::user_of(&req)
+                    .cloned()
+                    .unwrap_or_default();
+                let serving = std::pin::pin!(rest.serve(&self.served, info, params, req));
+                crate::request::user::with_user(user, serving).await
+            }
+            Route::NotFound => error_response(&Status::path_not_found().into()),
+            Route::Health(endpoint) => {
+                let path = req.uri().path();
+                let check = path
+                    .trim_start_matches('/')
+                    .split_once('/')
+                    .map(|(_, check)| check)
+                    .filter(|c| !c.is_empty());
+                self.health.serve(endpoint, check, &params).await
+            }
+            Route::Metrics => {
+                self.update_storage_objects().await;
+                bytes_response(
+                    StatusCode::OK,
+                    crate::metrics::CONTENT_TYPE,
+                    Bytes::from(crate::metrics::global().render()),
+                )
+            }
+            Route::Version => respond(
                 StatusCode::OK,
-                crate::metrics::CONTENT_TYPE,
-                Bytes::from(crate::metrics::global().render()),
-            )
-        }
-        "/version" => respond(
-            StatusCode::OK,
-            Format::Json,
-            &serde_json::to_value(&server.version).unwrap_or_default(),
-        ),
-        "/api" | "/apis" => discovery_root(server, &req, path.trim_start_matches('/')),
-        "/openapi/v3" => document(&req, server.docs.openapi_v3_index.as_ref(), false),
-        "/openapi/v2" => openapi_v2::serve(&req, &server.docs),
-        _ => {
-            if let Some(rest) = path.strip_prefix("/openapi/v3/") {
-                return document(
-                    &req,
-                    server.docs.openapi_v3.get(rest),
-                    params.get("hash").is_some(),
-                );
-            }
-            let trimmed = path.trim_matches('/');
-            let parts: Vec<&str> = trimmed.split('/').collect();
-            match parts.as_slice() {
-                ["apis", group] => document(&req, server.docs.groups.get(*group), false),
-                ["apis", _, _] | ["api", _] => {
-                    document(&req, server.docs.resource_lists.get(trimmed), false)
-                }
-                _ => error_response(&Status::path_not_found().into()),
-            }
+                Format::Json,
+                &serde_json::to_value(&self.version).unwrap_or_default(),
+            ),
+            Route::DiscoveryRoot(root) => discovery_root(self, &req, root),
+            Route::OpenApiV3Index => document(&req, self.docs.openapi_v3_index.as_ref(), false),
+            Route::OpenApiV3(doc) => document(&req, doc, params.get("hash").is_some()),
+            Route::OpenApiV2 => openapi_v2::serve(&req, &self.docs),
+            Route::Document(doc) => document(&req, Some(doc), false),
         }
     }
 }

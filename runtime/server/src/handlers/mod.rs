@@ -3,8 +3,12 @@
 //! deletecollection), [`delete`], and the `/status` and `/scale`
 //! [`subresources`]; [`body`] decodes request bodies, [`negotiation`],
 //! [`table`] and [`protobuf`] render responses. They serve a kind through
-//! its registry [`Store`]; the director finds the store and calls
-//! [`handle`].
+//! its registry [`Store`].
+//!
+//! Every resource is served behind the [`Rest`] trait: a stored kind as
+//! [`Stored`] (the verb handlers above), the review kinds, which are not
+//! stored, as [`reviews::Reviews`]. The route table (`endpoints::routes`)
+//! maps each served group, version and resource to one.
 
 mod body;
 mod create;
@@ -14,6 +18,7 @@ mod list;
 pub mod negotiation;
 mod patch;
 pub mod protobuf;
+pub mod reviews;
 mod subresources;
 pub mod table;
 #[cfg(test)]
@@ -76,6 +81,50 @@ impl Served {
     }
 }
 
+/// A resource served at `/api[s]/<group>/<version>/<resource>`: what the
+/// route table hands a resource request to, whether the kind is stored or
+/// answered some other way (the review kinds now; proxies and kinds defined
+/// at run time fit the same slot).
+#[crate::admission::async_trait]
+pub trait Rest: Send + Sync {
+    /// Serves a resource request for this resource (`ri` is the request's
+    /// parsed info, `query` its query string).
+    async fn serve(
+        &self,
+        served: &Served,
+        ri: Arc<RequestInfo>,
+        query: Query,
+        req: Request,
+    ) -> Response;
+}
+
+/// A stored kind in one version, served by the verb handlers through its
+/// registry store.
+pub struct Stored {
+    store: Store,
+    info: &'static KindInfo,
+}
+
+impl Stored {
+    /// The resource of `info`'s version of the kind `store` serves.
+    pub fn new(store: Store, info: &'static KindInfo) -> Self {
+        Stored { store, info }
+    }
+}
+
+#[crate::admission::async_trait]
+impl Rest for Stored {
+    async fn serve(
+        &self,
+        served: &Served,
+        ri: Arc<RequestInfo>,
+        query: Query,
+        req: Request,
+    ) -> Response {
+        handle(served, (&self.store, self.info), ri, query, req).await
+    }
+}
+
 /// One resource request's context.
 struct Ctx<'a> {
     served: &'a Served,
@@ -87,8 +136,7 @@ struct Ctx<'a> {
 }
 
 /// Serves a resource request for the kind `info` through `store` (the
-/// store the director found for the request's group, version and
-/// resource).
+/// store of the request's group, version and resource).
 pub async fn handle(
     served: &Served,
     (store, info): (&Store, &'static KindInfo),
