@@ -16,11 +16,25 @@ use serde_json::Value;
 
 use crate::validation::{ErrorList, FieldError, FieldPath};
 
+/// Why a rule could not give a verdict.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    /// The rule does not compile.
+    #[error("compilation failed: {0}")]
+    Compile(String),
+    /// The rule evaluated to something other than a bool.
+    #[error("rule did not evaluate to a bool: {0}")]
+    NotBool(String),
+    /// Evaluation failed (a missing field, a type error, ...).
+    #[error("{0}")]
+    Execution(String),
+}
+
 /// One CEL rule, compiled on first use.
 pub struct Rule {
     rule: &'static str,
     message: &'static str,
-    program: OnceLock<Result<cel::Program, String>>,
+    program: OnceLock<Result<cel::Program, EvalError>>,
 }
 
 fn env() -> Arc<cel::Env> {
@@ -114,13 +128,13 @@ impl Rule {
 
     /// Evaluates the rule on `value` (and `old` for transition rules),
     /// returning `Ok(true)` when it holds.
-    pub fn evaluate(&self, value: &Value, old: Option<&Value>) -> Result<bool, String> {
+    pub fn evaluate(&self, value: &Value, old: Option<&Value>) -> Result<bool, EvalError> {
         let program = self
             .program
             .get_or_init(|| {
                 env()
                     .compile(self.rule)
-                    .map_err(|e| format!("compilation failed: {e}"))
+                    .map_err(|e| EvalError::Compile(e.to_string()))
             })
             .as_ref()
             .map_err(Clone::clone)?;
@@ -131,8 +145,8 @@ impl Rule {
         }
         match program.execute(&ctx) {
             Ok(cel::Value::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!("rule did not evaluate to a bool: {other:?}")),
-            Err(e) => Err(e.to_string()),
+            Ok(other) => Err(EvalError::NotBool(format!("{other:?}"))),
+            Err(e) => Err(EvalError::Execution(e.to_string())),
         }
     }
 

@@ -2,6 +2,7 @@
 
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as pb;
 
+use super::Error;
 use crate::meta::{ListMeta, ManagedFieldsEntry, ObjectMeta, OwnerReference, Status, Time};
 
 /// `metav1.Time` as Go marshals it: `seconds` and `nanos` (always 0; the
@@ -13,7 +14,7 @@ fn time_to_pb(t: &Time) -> pb::Time {
     }
 }
 
-fn time_from_pb(t: &pb::Time) -> Result<Option<Time>, String> {
+fn time_from_pb(t: &pb::Time) -> Result<Option<Time>, Error> {
     // An empty message is Go's zero time, i.e. unset. Nanoseconds are
     // dropped: the JSON form has second precision.
     let Some(seconds) = t.seconds else {
@@ -21,7 +22,7 @@ fn time_from_pb(t: &pb::Time) -> Result<Option<Time>, String> {
     };
     jiff::Timestamp::from_second(seconds)
         .map(|ts| Some(Time(ts)))
-        .map_err(|e| format!("invalid time: {e}"))
+        .map_err(Error::Time)
 }
 
 fn some(s: &str) -> Option<String> {
@@ -56,7 +57,7 @@ pub fn object_meta_to_pb(m: &ObjectMeta) -> pb::ObjectMeta {
 }
 
 /// Message → ObjectMeta.
-pub fn object_meta_from_pb(m: pb::ObjectMeta) -> Result<ObjectMeta, String> {
+pub fn object_meta_from_pb(m: pb::ObjectMeta) -> Result<ObjectMeta, Error> {
     Ok(ObjectMeta {
         name: m.name.unwrap_or_default(),
         generate_name: m.generate_name.unwrap_or_default(),
@@ -126,10 +127,10 @@ fn managed_to_pb(e: &ManagedFieldsEntry) -> pb::ManagedFieldsEntry {
     }
 }
 
-fn managed_from_pb(e: pb::ManagedFieldsEntry) -> Result<ManagedFieldsEntry, String> {
+fn managed_from_pb(e: pb::ManagedFieldsEntry) -> Result<ManagedFieldsEntry, Error> {
     let fields_v1 = match e.fields_v1.and_then(|f| f.raw) {
         Some(raw) if !raw.is_empty() => {
-            Some(serde_json::from_slice(&raw).map_err(|err| format!("invalid fieldsV1: {err}"))?)
+            Some(serde_json::from_slice(&raw).map_err(Error::FieldsV1)?)
         }
         _ => None,
     };

@@ -37,6 +37,31 @@ pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// The prefix of every protobuf body.
 pub const MAGIC: [u8; 4] = *b"k8s\0";
 
+/// Why a protobuf body or message could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The body lacks the `k8s\0` prefix.
+    #[error(
+        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
+    )]
+    NotProtobuf,
+    /// The bytes are not a valid message.
+    #[error("{0}")]
+    Message(#[from] prost::DecodeError),
+    /// The envelope names a content encoding the server does not read.
+    #[error("unsupported content encoding {0:?}")]
+    ContentEncoding(String),
+    /// A time field is out of range.
+    #[error("invalid time: {0}")]
+    Time(#[source] jiff::Error),
+    /// A managed-fields entry's `fieldsV1` is not JSON.
+    #[error("invalid fieldsV1: {0}")]
+    FieldsV1(#[source] serde_json::Error),
+    /// The message does not fit the kind.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
 /// A kind whose Rust type maps onto an upstream protobuf message.
 pub trait ProtobufKind: Resource {
     /// The upstream message, e.g. `k8s_pb::api::core::v1::ConfigMap`.
@@ -48,7 +73,7 @@ pub trait ProtobufKind: Resource {
     fn to_message(&self) -> Self::Message;
 
     /// The object a message carries.
-    fn from_message(message: Self::Message) -> Result<Self, String>;
+    fn from_message(message: Self::Message) -> Result<Self, Error>;
 
     /// A list message from its metadata and items.
     fn list_message(
@@ -72,7 +97,7 @@ fn invalid(e: impl std::fmt::Display) -> DecodeError {
 
 fn decode_object<K: ProtobufKind>(raw: &[u8]) -> Result<Value, DecodeError> {
     let message = K::Message::decode(raw).map_err(invalid)?;
-    let object = K::from_message(message).map_err(DecodeError::Invalid)?;
+    let object = K::from_message(message).map_err(invalid)?;
     serde_json::to_value(&object).map_err(invalid)
 }
 
@@ -131,20 +156,16 @@ pub struct Envelope {
 }
 
 /// Reads the `k8s\0` + `runtime.Unknown` envelope.
-pub fn unwrap(body: &[u8]) -> Result<Envelope, String> {
-    let rest = body.strip_prefix(&MAGIC).ok_or_else(|| {
-        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
-            .to_string()
-    })?;
-    let unknown = Unknown::decode(rest).map_err(|e| e.to_string())?;
+pub fn unwrap(body: &[u8]) -> Result<Envelope, Error> {
+    let rest = body.strip_prefix(&MAGIC).ok_or(Error::NotProtobuf)?;
+    let unknown = Unknown::decode(rest)?;
     if unknown
         .content_encoding
         .as_deref()
         .is_some_and(|e| !e.is_empty())
     {
-        return Err(format!(
-            "unsupported content encoding {:?}",
-            unknown.content_encoding.unwrap_or_default()
+        return Err(Error::ContentEncoding(
+            unknown.content_encoding.unwrap_or_default(),
         ));
     }
     let type_meta = unknown.type_meta.unwrap_or_default();
@@ -158,9 +179,9 @@ pub fn unwrap(body: &[u8]) -> Result<Envelope, String> {
 /// Decodes a protobuf request body into the versioned JSON object, with
 /// `apiVersion` and `kind` from the envelope (when set) so that the usual
 /// type checks apply.
-pub fn decode_body(ops: &ProtobufOps, body: &[u8]) -> Result<Value, String> {
+pub fn decode_body(ops: &ProtobufOps, body: &[u8]) -> Result<Value, Error> {
     let envelope = unwrap(body)?;
-    let object = (ops.decode)(&envelope.raw).map_err(|e| e.to_string())?;
+    let object = (ops.decode)(&envelope.raw)?;
     let mut out = Map::new();
     if !envelope.api_version.is_empty() {
         out.insert("apiVersion".into(), Value::String(envelope.api_version));

@@ -112,7 +112,7 @@ async fn answer(
     let api_version = format!("{}/{}", info.group, info.version);
     let mut object = if proto_in {
         let env = apiforge_core::protobuf::unwrap(&body)
-            .map_err(|e| ApiError::from(Status::bad_request(e)))?;
+            .map_err(|e| ApiError::from(Status::bad_request(e.to_string())))?;
         pb_to_json(kind, &env.raw)?
     } else {
         serde_json::from_slice::<Value>(&body)

@@ -185,7 +185,7 @@ impl IdentityLease {
     /// Deletes the expired identity leases of other instances.
     async fn collect(&self) -> ApiResult<()> {
         let labels = LabelSelector::parse(&format!("{IDENTITY_LABEL}={IDENTITY_VALUE}"))
-            .map_err(Status::internal)?;
+            .map_err(|e| Status::internal(e.to_string()))?;
         let params = ListParams {
             labels,
             ..Default::default()

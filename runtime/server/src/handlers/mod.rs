@@ -350,9 +350,9 @@ fn resource_version_param(q: &Query) -> ApiResult<Option<i64>> {
 fn parse_list_params(ctx: &Ctx<'_>) -> ApiResult<ListParams> {
     let q = ctx.query;
     let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or_default())
-        .map_err(Status::bad_request)?;
+        .map_err(|e| Status::bad_request(e.to_string()))?;
     let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or_default(), &META_FIELDS)
-        .map_err(Status::bad_request)?;
+        .map_err(|e| Status::bad_request(e.to_string()))?;
     // As kube-apiserver's query-parameter decoding: a non-integer is a
     // 400 with Go's strconv text; a negative limit means no limit.
     let limit = match q.get("limit") {

@@ -70,7 +70,7 @@ pub(super) fn error_negotiated(err: &ApiError, accept: Option<&str>, protobuf: b
 /// message of an error is the decoder's.
 pub(super) fn decode_body(ops: Option<&ProtobufOps>, body: &[u8]) -> Result<Value, String> {
     let ops = ops.ok_or_else(|| "no protobuf serializer for this kind".to_string())?;
-    pb::decode_body(ops, body)
+    pb::decode_body(ops, body).map_err(|e| e.to_string())
 }
 
 /// 415 UnsupportedMediaType with kube-apiserver's message, listing the

@@ -23,7 +23,7 @@ mod tests;
 pub use cache::{CacheOptions, Caches};
 pub use lifecycle::DeleteOutcome;
 pub use lookup::{StoreLookup, StoreMap, attach_admission};
-pub use selector::{FieldSelector, LabelSelector};
+pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use stores::Stores;
 
 use std::sync::Arc;

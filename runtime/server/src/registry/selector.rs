@@ -3,6 +3,12 @@
 
 use std::collections::BTreeMap;
 
+/// Why a label or field selector does not parse; the message is
+/// kube-apiserver's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SelectorError(String);
+
 /// One label requirement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Requirement {
@@ -167,7 +173,11 @@ impl Tok {
 impl LabelSelector {
     /// Parses a selector such as `app=web,tier in (a,b),!canary`, with
     /// the error texts of `k8s.io/apimachinery/pkg/labels`.
-    pub fn parse(input: &str) -> Result<Self, String> {
+    pub fn parse(input: &str) -> Result<Self, SelectorError> {
+        Self::parse_str(input).map_err(SelectorError)
+    }
+
+    fn parse_str(input: &str) -> Result<Self, String> {
         let mut lx = Lexer {
             s: input.as_bytes(),
             pos: 0,
@@ -362,7 +372,11 @@ fn set(lx: &mut Lexer<'_>) -> Result<Vec<String>, String> {
 
 impl FieldSelector {
     /// Parses `f=v,g!=w` (with `\` escapes), allowing only `allowed` fields.
-    pub fn parse(input: &str, allowed: &[&str]) -> Result<Self, String> {
+    pub fn parse(input: &str, allowed: &[&str]) -> Result<Self, SelectorError> {
+        Self::parse_str(input, allowed).map_err(SelectorError)
+    }
+
+    fn parse_str(input: &str, allowed: &[&str]) -> Result<Self, String> {
         let mut out = Vec::new();
         if input.trim().is_empty() {
             return Ok(FieldSelector(out));
@@ -512,7 +526,7 @@ mod tests {
 
     #[test]
     fn label_selector_errors_quote_upstream() {
-        let err = |s: &str| LabelSelector::parse(s).unwrap_err();
+        let err = |s: &str| LabelSelector::parse(s).unwrap_err().to_string();
         assert_eq!(
             err("a in ("),
             "unable to parse requirement: found '', expected: ',', ')' or identifier"
@@ -556,7 +570,9 @@ mod tests {
         } else {
             "y".into()
         })));
-        let err = FieldSelector::parse("spec.x=1", &allowed).unwrap_err();
+        let err = FieldSelector::parse("spec.x=1", &allowed)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "\"spec.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""

@@ -24,7 +24,7 @@ impl ProtobufKind for Namespace {
         }
     }
 
-    fn from_message(m: pb::Namespace) -> Result<Self, String> {
+    fn from_message(m: pb::Namespace) -> Result<Self, crate::protobuf::Error> {
         Ok(Namespace {
             metadata: object_meta_from_pb(m.metadata.unwrap_or_default())?,
             spec: NamespaceSpec {
@@ -61,7 +61,7 @@ impl ProtobufKind for ConfigMap {
         }
     }
 
-    fn from_message(m: pb::ConfigMap) -> Result<Self, String> {
+    fn from_message(m: pb::ConfigMap) -> Result<Self, crate::protobuf::Error> {
         Ok(ConfigMap {
             metadata: object_meta_from_pb(m.metadata.unwrap_or_default())?,
             data: m.data,
@@ -100,7 +100,7 @@ impl ProtobufKind for Secret {
         }
     }
 
-    fn from_message(m: pb::Secret) -> Result<Self, String> {
+    fn from_message(m: pb::Secret) -> Result<Self, crate::protobuf::Error> {
         Ok(Secret {
             metadata: object_meta_from_pb(m.metadata.unwrap_or_default())?,
             data: m
