@@ -44,7 +44,8 @@
 //!      CORS, HSTS, authentication, max-in-flight) around the director.
 //!    - [`metrics`]: the Prometheus metrics served at `/metrics`.
 //!    - [`handlers`]: the resource handlers, one file per verb.
-//!    - [`endpoints`]: the director, discovery, OpenAPI, health;
+//!    - [`endpoints`]: the route table and the delegation chain,
+//!      discovery, OpenAPI, health;
 //!      [`protobuf`]: Kubernetes protobuf for the built-in kinds and
 //!      Status.
 //!    - [`server`]: options, TLS, the listener, the admin kubeconfig, health

@@ -34,9 +34,9 @@
 //!   CORS, HSTS, authentication, audit, impersonation, priority and
 //!   fairness or max-in-flight, authorization), composed in one place
 //!   around a [`filters::Handler`].
-//! - [`endpoints`]: the director (which routes resource requests to the
-//!   handlers) and the delegation chain, discovery, OpenAPI, version,
-//!   metrics and health.
+//! - [`endpoints`]: the route table (resource requests to their
+//!   [`handlers::Rest`] handler, the server's own paths to theirs) and the
+//!   delegation chain, discovery, OpenAPI, version, metrics and health.
 //! - [`server`]: options, TLS, the listener, the admin kubeconfig, health
 //!   checks, post-start/pre-shutdown hooks and graceful shutdown.
 
