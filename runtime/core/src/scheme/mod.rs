@@ -139,8 +139,12 @@ where
     V: Resource + Convert<H>,
     H: Resource,
 {
-    let v = V::from_hub(hub.hub::<H>()?);
-    let body = serde_json::to_value(&v).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    versioned(&V::from_hub(hub.hub::<H>()?))
+}
+
+/// A versioned object's JSON form with `apiVersion` and `kind` first.
+fn versioned<V: Resource>(v: &V) -> Result<Value, DecodeError> {
+    let body = serde_json::to_value(v).map_err(|e| DecodeError::Invalid(e.to_string()))?;
     Ok(with_type_meta(body, &V::INFO))
 }
 
@@ -154,9 +158,8 @@ where
 {
     let mut v = V::from_hub(hub.hub::<H>()?);
     v.metadata_mut().resource_version.clear();
-    let body = serde_json::to_value(&v).map_err(|e| DecodeError::Invalid(e.to_string()))?;
-    let bytes = serde_json::to_vec(&with_type_meta(body, &V::INFO))
-        .map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let bytes =
+        serde_json::to_vec(&versioned(&v)?).map_err(|e| DecodeError::Invalid(e.to_string()))?;
     Ok((bytes, Object::new(v.into_hub())))
 }
 
@@ -165,10 +168,7 @@ where
     V: Resource + Convert<H>,
     H: Resource,
 {
-    let hub: H = typed(hub)?;
-    let v = V::from_hub(&hub);
-    let body = serde_json::to_value(&v).map_err(|e| DecodeError::Invalid(e.to_string()))?;
-    Ok(with_type_meta(body, &V::INFO))
+    versioned(&V::from_hub(&typed::<H>(hub)?))
 }
 
 /// Puts `apiVersion` and `kind` first in an encoded object.
@@ -192,11 +192,9 @@ fn schema_of<V: Resource>(generator: &mut schemars::SchemaGenerator) -> schemars
     schema
 }
 
-type HubValidate = fn(&Value) -> Result<ErrorList, DecodeError>;
 type HubValidateUpdate = fn(&Value, &Value) -> Result<ErrorList, DecodeError>;
 type HubPrepare = fn(&mut Value) -> Result<(), DecodeError>;
 type HubPrepareUpdate = fn(&mut Value, &Value) -> Result<(), DecodeError>;
-type HubWarnings = fn(&Value) -> Result<Vec<String>, DecodeError>;
 type HubWarningsUpdate = fn(&Value, &Value) -> Result<Vec<String>, DecodeError>;
 
 /// A kind with all its versions, type-erased.
@@ -204,17 +202,13 @@ type HubWarningsUpdate = fn(&Value, &Value) -> Result<Vec<String>, DecodeError>;
 pub struct Kind {
     versions: Vec<VersionOps>,
     storage_version: &'static str,
-    validate_create: HubValidate,
     validate_update: HubValidateUpdate,
-    prepare_for_create: HubPrepare,
     prepare_for_update: HubPrepareUpdate,
     allow_create_on_update: bool,
     allow_unconditional_update: bool,
     canonicalize: HubPrepare,
-    warnings_on_create: HubWarnings,
     warnings_on_update: HubWarningsUpdate,
     bump_generation: bool,
-    reset_status: HubPrepare,
     prepare_status_update: HubPrepareUpdate,
     table_printer: Option<&'static crate::resource::TablePrinter>,
     finalizers_pending: fn(&Value) -> Result<bool, DecodeError>,
@@ -222,10 +216,11 @@ pub struct Kind {
     objects: ObjectOps,
 }
 
-/// The strategy hooks on a typed [`Object`] of the hub type.
+/// The strategy's create hooks on a typed [`Object`] of the hub type (the
+/// JSON forms of [`Kind`] run through them too).
 #[derive(Clone, Copy)]
 struct ObjectOps {
-    from_hub: fn(Value) -> Result<Object, DecodeError>,
+    from_hub: fn(&Value) -> Result<Object, DecodeError>,
     reset_status: fn(&mut Object) -> Result<(), DecodeError>,
     prepare_for_create: fn(&mut Object) -> Result<(), DecodeError>,
     validate_create: fn(&Object) -> Result<ErrorList, DecodeError>,
@@ -257,23 +252,10 @@ impl ObjectOps {
     }
 }
 
-fn hub_validate<H: Strategy>(v: &Value) -> Result<ErrorList, DecodeError> {
-    let h: H = typed(v)?;
-    Ok(h.validate_create())
-}
-
 fn hub_validate_update<H: Strategy>(v: &Value, old: &Value) -> Result<ErrorList, DecodeError> {
     let h: H = typed(v)?;
     let o: H = typed(old)?;
     Ok(h.validate_update(&o))
-}
-
-fn hub_prepare<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
-    let mut h: H = typed(v)?;
-    h.prepare_for_create();
-    h.canonicalize();
-    *v = serde_json::to_value(&h).map_err(|e| DecodeError::Invalid(e.to_string()))?;
-    Ok(())
 }
 
 fn hub_prepare_update<H: Strategy>(v: &mut Value, old: &Value) -> Result<(), DecodeError> {
@@ -306,10 +288,6 @@ fn hub_canonicalize<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
     Ok(())
 }
 
-fn hub_warnings<H: Strategy>(v: &Value) -> Result<Vec<String>, DecodeError> {
-    Ok(from_value::<H>(v)?.warnings_on_create())
-}
-
 fn hub_warnings_update<H: Strategy>(v: &Value, old: &Value) -> Result<Vec<String>, DecodeError> {
     Ok(from_value::<H>(v)?.warnings_on_update(&from_value::<H>(old)?))
 }
@@ -322,13 +300,6 @@ fn hub_finalizers_pending<H: Strategy>(v: &Value) -> Result<bool, DecodeError> {
 fn hub_on_deletion_requested<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
     let mut h: H = from_value(v)?;
     h.on_deletion_requested();
-    *v = to_value(&h)?;
-    Ok(())
-}
-
-fn hub_reset_status<H: Strategy>(v: &mut Value) -> Result<(), DecodeError> {
-    let mut h: H = from_value(v)?;
-    h.reset_status_on_create();
     *v = to_value(&h)?;
     Ok(())
 }
@@ -406,17 +377,13 @@ impl<H: Strategy> KindBuilder<H> {
         Kind {
             versions: self.versions,
             storage_version,
-            validate_create: hub_validate::<H>,
             validate_update: hub_validate_update::<H>,
-            prepare_for_create: hub_prepare::<H>,
             prepare_for_update: hub_prepare_update::<H>,
             allow_create_on_update: H::allow_create_on_update(),
             allow_unconditional_update: H::allow_unconditional_update(),
             canonicalize: hub_canonicalize::<H>,
-            warnings_on_create: hub_warnings::<H>,
             warnings_on_update: hub_warnings_update::<H>,
             bump_generation: H::bump_generation_on_spec_change(),
-            reset_status: hub_reset_status::<H>,
             prepare_status_update: hub_prepare_status_update::<H>,
             table_printer: H::table_printer(),
             finalizers_pending: hub_finalizers_pending::<H>,
@@ -468,7 +435,7 @@ impl Kind {
 
     /// Reads a hub object given as JSON (the hub's own form, as
     /// [`Kind::decode`] returns it) into a typed [`Object`].
-    pub fn hub_object(&self, hub: Value) -> Result<Object, DecodeError> {
+    pub fn hub_object(&self, hub: &Value) -> Result<Object, DecodeError> {
         (self.objects.from_hub)(hub)
     }
 
@@ -506,6 +473,19 @@ impl Kind {
         (self.objects.warnings_on_create)(hub)
     }
 
+    /// Runs a typed hook on a hub object given as JSON, writing the result
+    /// back.
+    fn on_object(
+        &self,
+        hub: &mut Value,
+        hook: impl FnOnce(&mut Object) -> Result<(), DecodeError>,
+    ) -> Result<(), DecodeError> {
+        let mut object = self.hub_object(hub)?;
+        hook(&mut object)?;
+        *hub = object.to_value()?;
+        Ok(())
+    }
+
     fn served(&self, version: &str) -> Result<&VersionOps, DecodeError> {
         self.version(version)
             .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))
@@ -524,7 +504,7 @@ impl Kind {
 
     /// Runs the strategy's create validation.
     pub fn validate_create(&self, hub: &Value) -> Result<ErrorList, DecodeError> {
-        (self.validate_create)(hub)
+        self.validate_create_object(&self.hub_object(hub)?)
     }
 
     /// Runs the strategy's update validation.
@@ -534,7 +514,7 @@ impl Kind {
 
     /// Runs the strategy's create preparation, then its canonicalization.
     pub fn prepare_for_create(&self, hub: &mut Value) -> Result<(), DecodeError> {
-        (self.prepare_for_create)(hub)
+        self.on_object(hub, |o| self.prepare_for_create_object(o))
     }
 
     /// Runs the strategy's update preparation, then its canonicalization.
@@ -560,7 +540,7 @@ impl Kind {
 
     /// The strategy's warnings for creating `hub`.
     pub fn warnings_on_create(&self, hub: &Value) -> Result<Vec<String>, DecodeError> {
-        (self.warnings_on_create)(hub)
+        self.warnings_on_create_object(&self.hub_object(hub)?)
     }
 
     /// The strategy's warnings for updating `old` to `hub`.
@@ -576,7 +556,7 @@ impl Kind {
 
     /// Runs the strategy's [`Strategy::reset_status_on_create`].
     pub fn reset_status_on_create(&self, hub: &mut Value) -> Result<(), DecodeError> {
-        (self.reset_status)(hub)
+        self.on_object(hub, |o| self.reset_status_on_create_object(o))
     }
 
     /// Runs the strategy's [`Strategy::prepare_status_update`]: keeps

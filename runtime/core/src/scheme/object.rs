@@ -97,9 +97,8 @@ impl Object {
     /// The hub value as `H`, or the error a kind gives for an object of
     /// another kind.
     pub(super) fn hub<H: Resource>(&self) -> Result<&H, DecodeError> {
-        let type_name = self.inner.type_name();
         self.downcast_ref()
-            .ok_or_else(|| wrong_type::<H>(type_name))
+            .ok_or_else(|| wrong_type::<H>(self.inner.type_name()))
     }
 
     /// [`Object::hub`], mutably.

@@ -32,32 +32,30 @@ use apiforge_core::meta::{Status, StatusCause};
 const AUTHORIZATION: &str = "authorization.k8s.io";
 const AUTHENTICATION: &str = "authentication.k8s.io";
 
-/// The review resources: group, version and plural.
-pub const RESOURCES: [(&str, &str, &str); 7] = [
-    (AUTHORIZATION, "v1", "selfsubjectaccessreviews"),
-    (AUTHORIZATION, "v1", "subjectaccessreviews"),
-    (AUTHORIZATION, "v1", "localsubjectaccessreviews"),
-    (AUTHORIZATION, "v1", "selfsubjectrulesreviews"),
-    (AUTHENTICATION, "v1", "selfsubjectreviews"),
-    (AUTHENTICATION, "v1beta1", "selfsubjectreviews"),
-    (AUTHENTICATION, "v1", "tokenreviews"),
+/// The review resources: group, version, plural and kind.
+#[rustfmt::skip]
+pub const RESOURCES: [(&str, &str, &str, &str); 7] = [
+    (AUTHORIZATION, "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+    (AUTHORIZATION, "v1", "subjectaccessreviews", "SubjectAccessReview"),
+    (AUTHORIZATION, "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview"),
+    (AUTHORIZATION, "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+    (AUTHENTICATION, "v1", "selfsubjectreviews", "SelfSubjectReview"),
+    (AUTHENTICATION, "v1beta1", "selfsubjectreviews", "SelfSubjectReview"),
+    (AUTHENTICATION, "v1", "tokenreviews", "TokenReview"),
 ];
 
-/// The review kinds, by group and plural.
+/// The review kind a request addresses, by group, version and plural.
 fn kind_of(info: &RequestInfo) -> Option<&'static str> {
-    match (
-        info.group.as_str(),
-        info.version.as_str(),
-        info.resource.as_str(),
-    ) {
-        (AUTHORIZATION, "v1", "selfsubjectaccessreviews") => Some("SelfSubjectAccessReview"),
-        (AUTHORIZATION, "v1", "subjectaccessreviews") => Some("SubjectAccessReview"),
-        (AUTHORIZATION, "v1", "localsubjectaccessreviews") => Some("LocalSubjectAccessReview"),
-        (AUTHORIZATION, "v1", "selfsubjectrulesreviews") => Some("SelfSubjectRulesReview"),
-        (AUTHENTICATION, "v1" | "v1beta1", "selfsubjectreviews") => Some("SelfSubjectReview"),
-        (AUTHENTICATION, "v1", "tokenreviews") => Some("TokenReview"),
-        _ => None,
-    }
+    RESOURCES
+        .iter()
+        .find(|(group, version, plural, _)| {
+            (
+                info.group.as_str(),
+                info.version.as_str(),
+                info.resource.as_str(),
+            ) == (*group, *version, *plural)
+        })
+        .map(|(_, _, _, kind)| *kind)
 }
 
 /// Whether the request addresses a review resource.

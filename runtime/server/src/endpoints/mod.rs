@@ -130,7 +130,7 @@ impl ApiServer {
         }
         let reviews = Arc::new(Reviews::new(authenticator.clone(), authorizer.clone()));
         for key in Reviews::resources() {
-            resources.insert(*key, reviews.clone());
+            resources.insert(key, reviews.clone());
         }
         ApiServer {
             scheme,

@@ -26,9 +26,8 @@ pub struct Resources(HashMap<Key, Arc<dyn Rest>>);
 impl Resources {
     /// Serves `group`/`version`/`plural` with `rest` (replacing what served
     /// it before).
-    pub fn insert(&mut self, (group, version, plural): Key, rest: Arc<dyn Rest>) -> &mut Self {
-        self.0.insert((group, version, plural), rest);
-        self
+    pub fn insert(&mut self, key: Key, rest: Arc<dyn Rest>) {
+        self.0.insert(key, rest);
     }
 
     /// The handler of `group`, `version` and `plural`.
@@ -84,17 +83,27 @@ impl ApiServer {
                 .then_some(Route::NotFound);
         }
         let path = req.uri().path();
-        if !self.owns_path(path) {
-            return None;
-        }
+        let route = match self.path_route(path) {
+            Some(route) => route,
+            // The server's fixed paths with a trailing slash are its own,
+            // and name nothing.
+            None if FIXED_PATHS.contains(&path.trim_end_matches('/')) => Route::NotFound,
+            None => return None,
+        };
         if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
             return Some(Route::NotFound);
         }
+        Some(route)
+    }
+
+    /// The route of one of the server's own (non-resource) paths; `None`
+    /// when the path is not the server's.
+    fn path_route(&self, path: &str) -> Option<Route<'_>> {
         let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
         if let Some(endpoint) = healthz::Endpoint::from_name(first) {
             return Some(Route::Health(endpoint));
         }
-        Some(match path {
+        let route = match path {
             "/metrics" => Route::Metrics,
             "/version" => Route::Version,
             "/api" => Route::DiscoveryRoot("api"),
@@ -111,31 +120,19 @@ impl ApiServer {
                     ["apis", _, _] | ["api", _] => self.docs.resource_lists.get(trimmed),
                     _ => None,
                 };
-                doc.map_or(Route::NotFound, Route::Document)
+                Route::Document(doc?)
             }
-        })
-    }
-
-    /// Whether a non-resource path is one of the server's: health,
-    /// discovery, OpenAPI, version and metrics (a trailing slash is
-    /// ignored here; the route then decides on the exact path).
-    fn owns_path(&self, path: &str) -> bool {
-        let path = path.trim_end_matches('/');
-        let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
-        if healthz::Endpoint::from_name(first).is_some() {
-            return true;
-        }
-        match path {
-            "/api" | "/apis" | "/version" | "/metrics" | "/openapi/v2" | "/openapi/v3" => true,
-            _ if path.starts_with("/openapi/v3/") => true,
-            _ => {
-                let trimmed = path.trim_start_matches('/');
-                match trimmed.split('/').collect::<Vec<_>>().as_slice() {
-                    ["apis", group] => self.docs.groups.contains_key(*group),
-                    ["apis", _, _] | ["api", _] => self.docs.resource_lists.contains_key(trimmed),
-                    _ => false,
-                }
-            }
-        }
+        };
+        Some(route)
     }
 }
+
+/// The server's paths that are matched exactly.
+const FIXED_PATHS: [&str; 6] = [
+    "/metrics",
+    "/version",
+    "/api",
+    "/apis",
+    "/openapi/v3",
+    "/openapi/v2",
+];

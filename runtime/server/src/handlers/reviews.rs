@@ -32,8 +32,10 @@ impl Reviews {
     }
 
     /// The group, version and resource of each review kind.
-    pub fn resources() -> &'static [(&'static str, &'static str, &'static str)] {
-        &crate::authz::reviews::RESOURCES
+    pub fn resources() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
+        crate::authz::reviews::RESOURCES
+            .iter()
+            .map(|(group, version, plural, _)| (*group, *version, *plural))
     }
 }
 

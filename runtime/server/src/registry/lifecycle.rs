@@ -150,7 +150,7 @@ impl Store {
         if admitted == value {
             return Ok(object);
         }
-        self.kind.hub_object(admitted).map_err(Self::decode_err)
+        self.kind.hub_object(&admitted).map_err(Self::decode_err)
     }
 
     /// Runs the mutating admission plugins of a delete (no objects, as the

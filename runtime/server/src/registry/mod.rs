@@ -321,7 +321,7 @@ impl Store {
     /// stored object. [`Store::create_object`] without JSON: the body
     /// decoded once, typed.
     pub async fn create(&self, namespace: &str, hub: Value, dry_run: bool) -> ApiResult<Value> {
-        let hub = self.kind.hub_object(hub).map_err(|e| {
+        let hub = self.kind.hub_object(&hub).map_err(|e| {
             ApiError::from(Status::bad_request(format!(
                 "the object is not a {}: {e}",
                 self.info.kind
