@@ -226,6 +226,16 @@ impl Conn {
         path: &str,
         body: Option<Bytes>,
     ) -> anyhow::Result<Request<Full<Bytes>>> {
+        self.request_typed(method, path, "application/json", body)
+    }
+
+    fn request_typed(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Option<Bytes>,
+    ) -> anyhow::Result<Request<Full<Bytes>>> {
         let mut b = Request::builder()
             .method(method)
             .uri(path)
@@ -238,7 +248,7 @@ impl Conn {
             );
         }
         if body.is_some() {
-            b = b.header(header::CONTENT_TYPE, "application/json");
+            b = b.header(header::CONTENT_TYPE, content_type);
         }
         Ok(b.body(Full::new(body.unwrap_or_default()))?)
     }
@@ -263,6 +273,23 @@ impl Conn {
         body: Option<Bytes>,
     ) -> anyhow::Result<Reply> {
         let resp = self.send_streaming(method, path, body).await?;
+        let status = resp.status();
+        let body = resp.into_body().collect().await?.to_bytes();
+        Ok(Reply { status, body })
+    }
+
+    /// Sends a request whose body has `content_type` (a patch) and reads
+    /// the whole response.
+    pub(crate) async fn send_typed(
+        &mut self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Bytes,
+    ) -> anyhow::Result<Reply> {
+        let req = self.request_typed(method, path, content_type, Some(body))?;
+        self.sender.ready().await.context("connection not ready")?;
+        let resp = self.sender.send_request(req).await?;
         let status = resp.status();
         let body = resp.into_body().collect().await?.to_bytes();
         Ok(Reply { status, body })

@@ -8,8 +8,10 @@
 //! stdout. The exit code is 0 even when targets fail; it is non-zero only
 //! when something could not run.
 
+mod apply;
 mod client;
 mod etcd_raw;
+mod fixtures;
 mod load;
 mod procs;
 mod reference;

@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 
 use crate::client::{Conn, Target, find_str};
 use crate::etcd_raw;
+use crate::fixtures::{collection, flunder, fresh, pad_for_1kib};
 use crate::load::{self, LoadResult, Op, median};
 use crate::procs::{Apiforge, Backend, Etcd};
 use crate::reference::Reference;
@@ -41,6 +42,8 @@ pub(crate) enum Name {
     Memory,
     /// Consistent LIST vs resourceVersion=0.
     ConsistentList,
+    /// Server-side apply (create and update) vs POST and merge patch.
+    Apply,
 }
 
 impl Name {
@@ -52,6 +55,7 @@ impl Name {
             Name::ConsistentList,
             Name::Create,
             Name::Update,
+            Name::Apply,
             Name::Watch,
             Name::Startup,
             Name::Memory,
@@ -68,16 +72,12 @@ impl Name {
             Name::Startup => "startup",
             Name::Memory => "memory",
             Name::ConsistentList => "consistent-list",
+            Name::Apply => "apply",
         }
     }
 }
 
-const GROUP_PATH: &str = "/apis/wardle.example.com/v1beta1";
 const MIB: f64 = 1024.0 * 1024.0;
-
-fn collection(ns: &str) -> String {
-    format!("{GROUP_PATH}/namespaces/{ns}/flunders")
-}
 
 /// Runs the selected scenarios; returns the figures and how many scenarios
 /// could not run.
@@ -108,6 +108,9 @@ pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figu
     if has(Name::Update) {
         record(Name::Update.label(), update(settings).await);
     }
+    if has(Name::Apply) {
+        record(Name::Apply.label(), crate::apply::apply(settings).await);
+    }
     if has(Name::Watch) {
         record(Name::Watch.label(), watch(settings).await);
     }
@@ -123,64 +126,12 @@ pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figu
 // ---------------------------------------------------------------------------
 // helpers
 
-/// A fresh apiforge on a temporary data directory (kept alive with it).
-struct Fresh {
-    server: Apiforge,
-    _tmp: tempfile::TempDir,
-}
-
-async fn fresh(settings: &Settings, backend: &Backend) -> anyhow::Result<Fresh> {
-    let tmp = tempfile::tempdir()?;
-    let server = Apiforge::start(&settings.binary, &tmp.path().join("data"), backend).await?;
-    Ok(Fresh { server, _tmp: tmp })
-}
-
 /// Nanoseconds since the Unix epoch.
 fn now_nanos() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default()
-}
-
-/// A Flunder with `annotations` plus a `bench/pad` annotation of `pad` bytes.
-fn flunder(name: &str, pad: usize, annotations: &[(&str, String)]) -> Bytes {
-    let mut ann = serde_json::Map::new();
-    for (k, v) in annotations {
-        ann.insert((*k).to_string(), json!(v));
-    }
-    if pad > 0 {
-        ann.insert("bench/pad".into(), json!("x".repeat(pad)));
-    }
-    let obj = json!({
-        "apiVersion": "wardle.example.com/v1beta1",
-        "kind": "Flunder",
-        "metadata": {"name": name, "annotations": ann},
-        "spec": {},
-    });
-    Bytes::from(serde_json::to_vec(&obj).unwrap_or_default())
-}
-
-/// The pad that makes a served object about 1 KiB: creates a probe object
-/// and measures it.
-async fn pad_for_1kib(target: &Target, ns: &str) -> anyhow::Result<usize> {
-    let mut conn = Conn::connect(target).await?;
-    let body = conn
-        .send(
-            Method::POST,
-            &collection(ns),
-            Some(flunder("bench-probe", 1, &[])),
-        )
-        .await?
-        .ok()?;
-    let _ = conn
-        .send(
-            Method::DELETE,
-            &format!("{}/bench-probe", collection(ns)),
-            None,
-        )
-        .await?;
-    Ok(1024usize.saturating_sub(body.len()).max(1) + 1)
 }
 
 /// Creates `count` objects named `{prefix}{i}` with 64 concurrent

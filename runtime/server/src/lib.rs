@@ -13,8 +13,9 @@
 //! - [`request`]: the leaf of request-scoped state (request info, user,
 //!   peer address, audit ID, arrival time, deadline, limit exemption,
 //!   warnings, query) and the response writers.
-//! - [`patch`]: JSON, merge and strategic merge patches, and the strict
-//!   field checks of `fieldValidation`.
+//! - [`patch`]: JSON, merge and strategic merge patches, the strict
+//!   field checks of `fieldValidation`, and server-side apply's
+//!   structured merge and field ownership (`managedFields`).
 //! - [`admission`]: the admission chain (mutating then validating plugins)
 //!   and the built-in `NamespaceLifecycle` plugin.
 //! - [`registry`]: the generic REST store (server-set metadata, optimistic

@@ -88,7 +88,34 @@ pub struct NamespaceStatus {
 /// The finalizer the namespace controller owns.
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
 
+/// The label every namespace carries with its own name (`v1.LabelMetadataName`).
+pub const LABEL_METADATA_NAME: &str = "kubernetes.io/metadata.name";
+
+impl Namespace {
+    /// Sets [`LABEL_METADATA_NAME`] to the name (when there is one yet).
+    fn label_with_name(&mut self) {
+        if !self.metadata.name.is_empty() {
+            self.metadata
+                .labels
+                .insert(LABEL_METADATA_NAME.into(), self.metadata.name.clone());
+        }
+    }
+}
+
 impl Strategy for Namespace {
+    /// Upstream's `SetDefaults_Namespace`: the name label, whatever the
+    /// body's encoding (every body is defaulted here after decoding).
+    fn default_fields(&mut self) {
+        crate::resource::Resource::generated_default_fields(self);
+        self.label_with_name();
+    }
+
+    /// Upstream's namespace `Canonicalize`: the label follows the name on
+    /// every create and update.
+    fn canonicalize(&mut self) {
+        self.label_with_name();
+    }
+
     fn table_printer() -> Option<&'static crate::resource::TablePrinter> {
         Some(&super::printers::NAMESPACE)
     }

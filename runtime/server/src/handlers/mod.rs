@@ -10,11 +10,13 @@
 //! stored, as [`reviews::Reviews`]. The route table (`endpoints::routes`)
 //! maps each served group, version and resource to one.
 
+mod apply;
 mod body;
 mod create;
 mod delete;
 mod get;
 mod list;
+mod managed_fields;
 pub mod negotiation;
 mod patch;
 pub mod protobuf;
@@ -133,6 +135,9 @@ struct Ctx<'a> {
     ri: &'a RequestInfo,
     query: &'a Query,
     accept: Option<String>,
+    /// The client's `User-Agent` (the manager of writes without
+    /// `fieldManager`).
+    user_agent: Option<String>,
 }
 
 /// Serves a resource request for the kind `info` through `store` (the
@@ -160,6 +165,11 @@ pub async fn handle(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    let user_agent = req
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let ctx = Ctx {
         served,
         store,
@@ -167,6 +177,7 @@ pub async fn handle(
         ri: &ri,
         query: &query,
         accept,
+        user_agent,
     };
     let result = match ri.verb.as_str() {
         _ if !ri.subresource.is_empty() => subresources::handle(&ctx, req).await,

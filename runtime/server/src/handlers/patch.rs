@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::negotiation::Format;
 use super::respond;
-use super::{Ctx, delete_options, namespace_scope, parse_list_params};
+use super::{Ctx, delete_options, managed_fields, namespace_scope, parse_list_params};
 use crate::error::{ApiError, ApiResult};
 use crate::patch::{self, FieldValidation, KindSchema, PatchError, PatchType, fields};
 use apiforge_core::meta::Status;
@@ -22,8 +22,12 @@ use apiforge_core::validation::{ErrorList, ErrorType, FieldError};
 pub(super) const MAX_PATCH_ATTEMPTS: usize = 10;
 
 /// The patch types served, as the 415 message lists them.
-pub(super) const SUPPORTED_PATCH_TYPES: [PatchType; 3] =
-    [PatchType::Json, PatchType::Merge, PatchType::Strategic];
+pub(super) const SUPPORTED_PATCH_TYPES: [PatchType; 4] = [
+    PatchType::Json,
+    PatchType::Merge,
+    PatchType::Strategic,
+    PatchType::Apply,
+];
 
 /// kube-apiserver's limit on `fieldManager`.
 const FIELD_MANAGER_MAX_LENGTH: usize = 128;
@@ -135,12 +139,23 @@ pub(super) fn unsupported_patch_type() -> ApiError {
 /// Validates the PatchOptions query parameters (kube-apiserver's
 /// `ValidatePatchOptions`): returns the dry-run flag and the field
 /// validation directive.
-pub(super) fn patch_options(ctx: &Ctx<'_>) -> ApiResult<(bool, FieldValidation)> {
+pub(super) fn patch_options(
+    ctx: &Ctx<'_>,
+    patch_type: PatchType,
+) -> ApiResult<(bool, FieldValidation)> {
     let mut errs = ErrorList::default();
-    if ctx.query.get("force").is_some() {
-        errs.push(FieldError::forbidden(
-            "force",
-            "may not be specified for non-apply patch",
+    if patch_type != PatchType::Apply {
+        if ctx.query.get("force").is_some() {
+            errs.push(FieldError::forbidden(
+                "force",
+                "may not be specified for non-apply patch",
+            ));
+        }
+    } else if ctx.query.get("fieldManager").unwrap_or_default().is_empty() {
+        // kubectl defaults it to "kubectl"; controllers must set it.
+        errs.push(FieldError::required(
+            "fieldManager",
+            "is required for apply patch",
         ));
     }
     if let Some(manager) = ctx.query.get("fieldManager") {
@@ -258,7 +273,12 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
         .filter(|t| SUPPORTED_PATCH_TYPES.contains(t))
         .ok_or_else(unsupported_patch_type)?;
     let body = super::read_body_limited(req).await?;
-    let (dry_run, validation) = patch_options(ctx)?;
+    let (dry_run, validation) = patch_options(ctx, patch_type)?;
+    if patch_type == PatchType::Apply {
+        return super::apply::apply(ctx, &body, dry_run, validation).await;
+    }
+    let manager = managed_fields::manager_name(ctx);
+    let transform = managed_fields::hub_transform(ctx, &manager);
     let schema = schema(ctx);
     let root = schema.root();
     let kind = ctx.store.kind();
@@ -321,7 +341,13 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
         let patched_rv = apiforge_core::scheme::object_meta(&hub).resource_version;
         match ctx
             .writer()
-            .update(&ctx.ri.namespace, &ctx.ri.name, hub, dry_run)
+            .update_with(
+                &ctx.ri.namespace,
+                &ctx.ri.name,
+                hub,
+                dry_run,
+                Some(&transform),
+            )
             .await
         {
             Ok((obj, _)) => {

@@ -13,7 +13,7 @@
 //! A kind without the subresource answers 404, as an unknown path; other
 //! verbs answer 405 (kube-apiserver's router has no such route).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::Request;
 use axum::response::Response;
@@ -21,10 +21,12 @@ use http::{StatusCode, header};
 use serde_json::Value;
 
 use super::negotiation::{self, Allowed, Format, Target};
-use super::{Ctx, patch as patching, protobuf, table};
+use super::{Ctx, managed_fields, patch as patching, protobuf, table};
 use crate::error::{ApiError, ApiResult};
+use crate::patch::fieldpath::{Path, Set};
+use crate::patch::managed::{self, FieldManager, Managed, ManagedError, VersionedSet, Versions};
 use crate::patch::{self, FieldValidation, KindSchema, PatchType, fields};
-use crate::registry::Store;
+use crate::registry::{Store, UpdateTransform};
 use crate::request::RequestInfo;
 use apiforge_core::meta::Status;
 use apiforge_core::resource::{KindInfo, ScaleSubresource};
@@ -200,7 +202,9 @@ async fn update_scale(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     let dry_run = ctx.dry_run("UpdateOptions")?;
     let validation = patching::field_validation(ctx, "UpdateOptions")?;
     let scale = read_scale(req, validation).await?;
-    let updated = write_scale(ctx, &scale, dry_run).await?;
+    let manager = managed_fields::manager_name(ctx);
+    let transform = managed_fields::hub_transform(ctx, &manager);
+    let updated = write_scale(ctx, &scale, dry_run, &transform).await?;
     scale_response(ctx, StatusCode::OK, &updated)
 }
 
@@ -209,7 +213,12 @@ async fn update_scale(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
 /// a non-empty `metadata.resourceVersion` is a precondition (409 when
 /// stale); without one, write conflicts are retried on the fresh object.
 /// Returns the Scale of the stored object.
-async fn write_scale(ctx: &Ctx<'_>, scale: &Scale, dry_run: bool) -> ApiResult<Scale> {
+async fn write_scale(
+    ctx: &Ctx<'_>,
+    scale: &Scale,
+    dry_run: bool,
+    transform: UpdateTransform<'_>,
+) -> ApiResult<Scale> {
     let paths = scale_paths(ctx)?;
     let (namespace, name) = (&ctx.ri.namespace, &ctx.ri.name);
     let body_name = &scale.metadata.name;
@@ -251,7 +260,10 @@ async fn write_scale(ctx: &Ctx<'_>, scale: &Scale, dry_run: bool) -> ApiResult<S
             .kind()
             .decode(ctx.info.version, obj)
             .map_err(|e| Status::internal(e.to_string()))?;
-        match writer.update(namespace, name, hub, dry_run).await {
+        match writer
+            .update_with(namespace, name, hub, dry_run, Some(transform))
+            .await
+        {
             Ok((stored, _)) => return scale_of(ctx, &stored),
             Err(e)
                 if e.code() == 409
@@ -280,7 +292,12 @@ async fn patch_scale(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
         .filter(|t| patching::SUPPORTED_PATCH_TYPES.contains(t))
         .ok_or_else(patching::unsupported_patch_type)?;
     let body = super::read_body_limited(req).await?;
-    let (dry_run, validation) = patching::patch_options(ctx)?;
+    let (dry_run, validation) = patching::patch_options(ctx, patch_type)?;
+    if patch_type == PatchType::Apply {
+        return apply_scale(ctx, &body, dry_run).await;
+    }
+    let manager = managed_fields::manager_name(ctx);
+    let transform = managed_fields::hub_transform(ctx, &manager);
     let root = scale_schema().root();
     let mut attempt = 0;
     loop {
@@ -328,7 +345,7 @@ async fn patch_scale(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
                 format!("strict decoding error: {}", issues.join(", ")),
             ));
         }
-        match write_scale(ctx, &scale, dry_run).await {
+        match write_scale(ctx, &scale, dry_run, &transform).await {
             Ok(updated) => {
                 if validation == FieldValidation::Warn {
                     for issue in issues {
@@ -341,6 +358,167 @@ async fn patch_scale(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
                 if e.code() == 409
                     && e.0.reason == "Conflict"
                     && scale.metadata.resource_version == base_rv
+                    && attempt < patching::MAX_PATCH_ATTEMPTS =>
+            {
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The Scale kind's one version, for the ownership rules.
+struct ScaleVersions;
+
+impl Versions for ScaleVersions {
+    fn schema(&self, api_version: &str) -> Option<Arc<KindSchema>> {
+        static SCHEMA: OnceLock<Arc<KindSchema>> = OnceLock::new();
+        (api_version == scale_api_version()).then(|| {
+            SCHEMA
+                .get_or_init(|| Arc::new(scale_schema().clone()))
+                .clone()
+        })
+    }
+
+    fn convert(&self, obj: &Value, _from: &str, to: &str) -> Option<Value> {
+        (to == scale_api_version()).then(|| obj.clone())
+    }
+}
+
+/// A dotted JSON path (`.spec.replicas`) as a field path.
+fn dotted(path: &str) -> Path {
+    Path::fields(&path.trim_start_matches('.').split('.').collect::<Vec<_>>())
+}
+
+/// Server-side apply of a Scale (kube-apiserver's scale handler for
+/// managed fields): the object's owners of the replicas field are the
+/// Scale's owners of `spec.replicas`; the applied Scale is merged over the
+/// current one with their conflicts, and the ownership mapped back onto
+/// the object, whose replicas field the applier then owns (an `Apply`
+/// entry with subresource `scale`).
+async fn apply_scale(ctx: &Ctx<'_>, body: &[u8], dry_run: bool) -> ApiResult<Response> {
+    let text = String::from_utf8(body.to_vec())
+        .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?;
+    let config = super::body::decode_yaml(text).await.map_err(|e| {
+        let first = e.lines().next().unwrap_or_default().to_string();
+        Status::bad_request(format!("error decoding YAML: {first}"))
+    })?;
+    let sent = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default();
+    if sent("apiVersion") != scale_api_version() || sent("kind") != "Scale" {
+        let (group, version) = sent("apiVersion")
+            .rsplit_once('/')
+            .unwrap_or(("", sent("apiVersion")));
+        return Err(Status::bad_request(format!(
+            "invalid object type: {group}/{version}, Kind={}",
+            sent("kind")
+        ))
+        .into());
+    }
+    if config
+        .pointer("/metadata/managedFields")
+        .is_some_and(|m| !m.is_null())
+    {
+        return Err(Status::bad_request("metadata.managedFields must be nil").into());
+    }
+    let manager = ctx
+        .query
+        .get("fieldManager")
+        .unwrap_or_default()
+        .to_string();
+    let force = matches!(ctx.query.get("force"), Some("true" | "1" | "True"));
+    let replicas_path = dotted(scale_paths(ctx)?.spec_replicas_path);
+    let replicas_set = Set::from_paths([replicas_path.clone()]);
+    let scale_replicas = Path::fields(&["spec", "replicas"]);
+    let scale_version = scale_api_version();
+    let fm = FieldManager {
+        versions: &ScaleVersions,
+        api_version: scale_version.clone(),
+        subresource: "scale",
+        reset_fields: Set::new(),
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let current = ctx.store.get_live(&ctx.ri.namespace, &ctx.ri.name).await?;
+        let parent = ctx.encode(&current)?;
+        let owners = managed::decode(parent.pointer("/metadata/managedFields")).unwrap_or_default();
+        // The Scale's view of who owns the replicas.
+        let mut scale_owners = Managed::default();
+        for (id, owned) in &owners.fields {
+            if owned.set.has(&replicas_path.0) {
+                scale_owners.fields.insert(
+                    id.clone(),
+                    VersionedSet {
+                        set: Set::from_paths([scale_replicas.clone()]),
+                        api_version: scale_version.clone(),
+                        applied: owned.applied,
+                    },
+                );
+                if let Some(t) = owners.times.get(id) {
+                    scale_owners.times.insert(id.clone(), *t);
+                }
+            }
+        }
+        let live_scale = serde_json::to_value(scale_of(ctx, &current)?)
+            .map_err(|e| Status::internal(e.to_string()))?;
+        let (merged, scale_owners) =
+            match fm.apply(&live_scale, &config, scale_owners, &manager, force) {
+                Ok(done) => done,
+                Err(ManagedError::Conflicts(c)) => {
+                    return Err(managed_fields::conflict_status(&c).into());
+                }
+                Err(e) => {
+                    return Err(Status::failure(
+                        500,
+                        "",
+                        format!(
+                            "failed to create typed patch object ({}/{}; {}, Kind=Scale): {e}",
+                            ctx.ri.namespace, ctx.ri.name, scale_version
+                        ),
+                    )
+                    .into());
+                }
+            };
+        // Back onto the object: the replicas field is owned by whoever
+        // owns the Scale's spec.replicas now.
+        let mut new_owners = owners.clone();
+        for owned in new_owners.fields.values_mut() {
+            owned.set = owned.set.difference(&replicas_set);
+        }
+        for (id, owned) in &scale_owners.fields {
+            if !owned.set.has(&scale_replicas.0) {
+                continue;
+            }
+            let entry = new_owners.fields.entry(id.clone()).or_insert(VersionedSet {
+                set: Set::new(),
+                api_version: ctx.info.api_version(),
+                applied: owned.applied,
+            });
+            entry.set.insert(&replicas_path.0);
+            if let Some(t) = scale_owners.times.get(id) {
+                new_owners.times.insert(id.clone(), *t);
+            }
+        }
+        new_owners.fields.retain(|_, owned| !owned.set.is_empty());
+        let entries = managed::encode(&new_owners);
+        let mut scale: Scale = serde_json::from_value(merged.unwrap_or(live_scale))
+            .map_err(|e| Status::bad_request(e.to_string()))?;
+        if scale.metadata.resource_version.is_empty() {
+            scale.metadata.resource_version = parent
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+        }
+        let set_owners = move |_old: Option<&Value>, new: &mut Value| -> ApiResult<()> {
+            managed_fields::set_managed(new, entries.clone());
+            Ok(())
+        };
+        match write_scale(ctx, &scale, dry_run, &set_owners).await {
+            Ok(updated) => return scale_response(ctx, StatusCode::OK, &updated),
+            Err(e)
+                if e.code() == 409
+                    && e.0.reason == "Conflict"
                     && attempt < patching::MAX_PATCH_ATTEMPTS =>
             {
                 continue;

@@ -1,15 +1,20 @@
 //! PATCH bodies: JSON patch (RFC 6902), JSON merge patch (RFC 7386) and
 //! Kubernetes strategic merge patch, applied to an object in its request
-//! version as JSON; plus the strict field checks (`fieldValidation`) that
-//! create, update and patch share.
+//! version as JSON; the strict field checks (`fieldValidation`) that
+//! create, update and patch share; and server-side apply's structured
+//! merge ([`structured`]) and field ownership ([`managed`], over
+//! [`fieldpath`] sets).
 //!
 //! Everything here is pure: the endpoint layer turns [`PatchError`] into a
 //! `Status` and runs the result through the normal update path.
 
+pub mod fieldpath;
 pub mod fields;
+pub mod managed;
 pub mod merge_patch;
 pub mod schema;
 pub mod strategic;
+pub mod structured;
 
 pub use fields::FieldValidation;
 pub use schema::{KindSchema, Node, Shape};
@@ -159,3 +164,6 @@ fn json_type_name(v: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod managed_tests;

@@ -134,6 +134,11 @@ impl<'a> Node<'a> {
         self.layers.iter().find_map(|l| l.get(key))
     }
 
+    /// Any extension (`x-kubernetes-...`) of this node, as written.
+    pub fn extension_value(&self, key: &str) -> Option<&'a Value> {
+        self.first(key)
+    }
+
     /// A string extension (`x-kubernetes-...`) of this node.
     pub fn extension(&self, key: &str) -> Option<&'a str> {
         self.first(key).and_then(Value::as_str)

@@ -48,10 +48,19 @@ impl Store {
     /// `prepare_status_update` keeps everything but status.
     pub(super) fn prepare_write(&self, new: &mut Value, old: &Value) -> ApiResult<()> {
         if self.subresource == "status" {
-            return self
-                .kind
+            // The strategy keeps everything but status from the stored
+            // object; the ownership this write recorded stays (as
+            // upstream's `ResetObjectMetaForStatus` keeps managedFields).
+            let managed = new.pointer("/metadata/managedFields").cloned();
+            self.kind
                 .prepare_status_update(new, old)
-                .map_err(Self::decode_err);
+                .map_err(Self::decode_err)?;
+            let meta = metadata_mut(new)?;
+            match managed {
+                Some(m) => meta.insert("managedFields".into(), m),
+                None => meta.remove("managedFields"),
+            };
+            return Ok(());
         }
         if self.info.subresources.status
             && let Some(map) = new.as_object_mut()

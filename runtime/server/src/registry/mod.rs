@@ -731,8 +731,23 @@ impl Store {
         &self,
         namespace: &str,
         name: &str,
+        hub: Value,
+        dry_run: bool,
+    ) -> ApiResult<(Value, bool)> {
+        self.update_with(namespace, name, hub, dry_run, None).await
+    }
+
+    /// [`Store::update`], with `transform` run on each attempt's new object
+    /// (hub form) against the stored object it replaces (`None` when the
+    /// update creates), before admission: the field manager's bookkeeping
+    /// (kube-apiserver's `UpdatedObjectInfo` transformers).
+    pub async fn update_with(
+        &self,
+        namespace: &str,
+        name: &str,
         mut hub: Value,
         dry_run: bool,
+        transform: Option<UpdateTransform<'_>>,
     ) -> ApiResult<(Value, bool)> {
         {
             let meta = metadata_mut(&mut hub)?;
@@ -779,7 +794,11 @@ impl Store {
                         if !self.subresource.is_empty() || !self.kind.allow_create_on_update() {
                             return Err(self.not_found(name));
                         }
-                        let created = self.create(namespace, hub.clone(), dry_run).await?;
+                        let mut hub = hub.clone();
+                        if let Some(transform) = transform {
+                            transform(None, &mut hub)?;
+                        }
+                        let created = self.create(namespace, hub, dry_run).await?;
                         return Ok((created, true));
                     };
                     Current {
@@ -797,13 +816,46 @@ impl Store {
                         "0x0",
                         "must be specified for an update",
                     )]);
-                    return Err(self.invalid(name, &errs));
+                    // The generic store names the group-resource here,
+                    // not the kind.
+                    return Err(Status::invalid(
+                        self.info.group,
+                        self.info.plural,
+                        name,
+                        errs.to_causes(),
+                    )
+                    .into());
                 }
             } else if requested_rv != current.revision.to_string() {
                 return Err(self.conflict(name));
             }
+            // A uid in the body is a precondition of the update.
+            if let Some(uid) = hub
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .filter(|u| !u.is_empty())
+            {
+                let stored_uid = old
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if uid != stored_uid {
+                    return Err(Status::conflict(
+                        self.info.group,
+                        self.info.plural,
+                        name,
+                        &format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}"
+                        ),
+                    )
+                    .into());
+                }
+            }
             let mut new = hub.clone();
             copy_immutable_meta(&mut new, &old)?;
+            if let Some(transform) = transform {
+                transform(Some(&old), &mut new)?;
+            }
             let mut new = self
                 .admit_object(Operation::Update, namespace, name, new, Some(&old), dry_run)
                 .await?;
@@ -1323,6 +1375,11 @@ fn copy_immutable_meta(new: &mut Value, old: &Value) -> ApiResult<()> {
     meta.remove("resourceVersion");
     Ok(())
 }
+
+/// A change made to an update's new object with the stored object it
+/// replaces (None when the update creates); both in hub form.
+pub type UpdateTransform<'t> =
+    &'t (dyn Fn(Option<&Value>, &mut Value) -> ApiResult<()> + Send + Sync);
 
 /// Reads a simple dotted field (`metadata.name`, `spec.x`) as a string.
 pub fn field_value(obj: &Value, path: &str) -> Option<String> {
