@@ -352,6 +352,23 @@ async fn conflicts_updates_and_shared_ownership() {
     );
     assert_eq!(entry(&again, "a")["time"], entry(&first, "a")["time"]);
 
+    // A resourceVersion in the configuration is a precondition.
+    let mut stale = config.clone();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    let (code, status) = raw(
+        &client,
+        "PATCH",
+        &format!("{f1}?fieldManager=a"),
+        APPLY,
+        &stale,
+    )
+    .await;
+    assert_eq!(code, 409, "{status}");
+    assert_eq!(
+        status["message"],
+        r#"Operation cannot be fulfilled on flunders.wardle.example.com "f1": the object has been modified; please apply your changes to the latest version and try again"#
+    );
+
     // YAML bodies are apply bodies too.
     let yaml = "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata:\n  name: f1\nspec:\n  referenceType: Flunder\n  flunderReference: z\n";
     let (code, body) = raw(

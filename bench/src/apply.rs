@@ -88,7 +88,10 @@ impl Op for UpdateOp {
             .context("no counter for worker")?
             .fetch_add(1, Ordering::Relaxed)
             + 1;
-        let name = format!("w-{worker}");
+        // Appliers and merge patchers write objects of their own (a merge
+        // patch of a field the applier owns would make its next apply
+        // conflict).
+        let name = format!("{}-{worker}", if self.apply { "wa" } else { "wm" });
         let path = format!("{}/{name}?fieldManager=bench", collection("default"));
         let reply = if self.apply {
             conn.send_typed(Method::PATCH, &path, APPLY, config(&name, self.pad, n))
@@ -184,8 +187,7 @@ pub(crate) async fn apply(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     .await?;
 
     let mut conn = Conn::connect(target).await?;
-    for i in 0..CLIENTS {
-        let name = format!("w-{i}");
+    for name in (0..CLIENTS).flat_map(|i| [format!("wa-{i}"), format!("wm-{i}")]) {
         conn.send_typed(
             Method::PATCH,
             &format!("{}/{name}?fieldManager=bench", collection("default")),

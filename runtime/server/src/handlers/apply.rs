@@ -29,14 +29,21 @@ fn gvk_text(api_version: &str, kind: &str) -> String {
     format!("{group}/{version}, Kind={kind}")
 }
 
-/// Parses the apply body (YAML or JSON) into an object.
-async fn parse_config(body: &[u8]) -> ApiResult<Value> {
-    let text = String::from_utf8(body.to_vec())
-        .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?;
-    let value = body::decode_yaml(text).await.map_err(|e| {
-        let first = e.lines().next().unwrap_or_default().to_string();
-        Status::bad_request(format!("error decoding YAML: {first}"))
-    })?;
+/// Parses the apply body into an object: as JSON when it is JSON (what
+/// kubectl, client-go and kube-rs send; JSON is YAML), else as YAML (on
+/// the YAML decoder's own thread).
+pub(super) async fn parse_config(body: &[u8]) -> ApiResult<Value> {
+    let value = match serde_json::from_slice::<Value>(body) {
+        Ok(v) => v,
+        Err(_) => {
+            let text = String::from_utf8(body.to_vec())
+                .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?;
+            body::decode_yaml(text).await.map_err(|e| {
+                let first = e.lines().next().unwrap_or_default().to_string();
+                Status::bad_request(format!("error decoding YAML: {first}"))
+            })?
+        }
+    };
     match value {
         Value::Object(_) => Ok(value),
         Value::Null => Ok(Value::Object(Default::default())),
@@ -87,6 +94,10 @@ pub(super) async fn apply(
         .unwrap_or_default()
         .to_string();
     let force = matches!(ctx.query.get("force"), Some("true" | "1" | "True"));
+    let pinned = config
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|rv| !rv.is_empty());
     let kind = ctx.store.kind();
     let versions = KindVersions(kind);
     let fm = managed_fields::field_manager(ctx, &versions);
@@ -169,40 +180,44 @@ pub(super) async fn apply(
             check_strict(body, validation)?;
         }
         check_name_and_namespace(ctx, &new)?;
-        let hub = kind
-            .decode(ctx.info.version, new)
-            .map_err(|e| Status::bad_request(format!("{e}")))?;
+        let bad = |e: apiforge_core::scheme::DecodeError| Status::bad_request(e.to_string());
         let result = match &current {
-            Some(_) => ctx
-                .writer()
-                .update(&ctx.ri.namespace, &ctx.ri.name, hub, dry_run)
-                .await
-                .map(|(obj, _)| (obj, false)),
-            None => ctx
-                .store
-                .create(&ctx.ri.namespace, hub, dry_run)
-                .await
-                .map(|obj| (obj, true)),
-        };
-        match result {
-            Ok((obj, created)) => {
-                let code = if created {
-                    StatusCode::CREATED
-                } else {
-                    StatusCode::OK
-                };
-                return ctx.object_response(code, &obj);
+            Some(_) => {
+                let hub = kind.decode(ctx.info.version, new).map_err(bad)?;
+                match ctx
+                    .writer()
+                    .update(&ctx.ri.namespace, &ctx.ri.name, hub, dry_run)
+                    .await
+                {
+                    Ok((obj, _)) => return ctx.object_response(StatusCode::OK, &obj),
+                    Err(e) => e,
+                }
             }
-            Err(e) if retryable(&e, current.is_some()) && attempt < MAX_APPLY_ATTEMPTS => continue,
-            Err(e) => return Err(e),
+            None => {
+                // Decoded once, typed, through the create path.
+                let hub = kind.decode_object(ctx.info.version, new).map_err(bad)?;
+                match ctx
+                    .store
+                    .create_object(&ctx.ri.namespace, hub, dry_run)
+                    .await
+                {
+                    Ok(obj) => return ctx.typed_response(StatusCode::CREATED, &obj),
+                    Err(e) => e,
+                }
+            }
+        };
+        if retryable(&result, current.is_some(), pinned) && attempt < MAX_APPLY_ATTEMPTS {
+            continue;
         }
+        return Err(result);
     }
 }
 
 /// A conflict on the resourceVersion the apply started from (someone
-/// wrote meanwhile), or a create that lost a race: apply again.
-fn retryable(e: &ApiError, updating: bool) -> bool {
-    (updating && e.code() == 409 && e.0.reason == "Conflict")
+/// wrote meanwhile), or a create that lost a race: apply again — unless
+/// the configuration itself `pinned` a resourceVersion (a precondition).
+fn retryable(e: &ApiError, updating: bool, pinned: bool) -> bool {
+    (updating && !pinned && e.code() == 409 && e.0.reason == "Conflict")
         || (!updating && e.code() == 409 && e.0.reason == "AlreadyExists")
 }
 

@@ -397,12 +397,7 @@ fn dotted(path: &str) -> Path {
 /// the object, whose replicas field the applier then owns (an `Apply`
 /// entry with subresource `scale`).
 async fn apply_scale(ctx: &Ctx<'_>, body: &[u8], dry_run: bool) -> ApiResult<Response> {
-    let text = String::from_utf8(body.to_vec())
-        .map_err(|e| Status::bad_request(format!("error decoding YAML: {e}")))?;
-    let config = super::body::decode_yaml(text).await.map_err(|e| {
-        let first = e.lines().next().unwrap_or_default().to_string();
-        Status::bad_request(format!("error decoding YAML: {first}"))
-    })?;
+    let config = super::apply::parse_config(body).await?;
     let sent = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default();
     if sent("apiVersion") != scale_api_version() || sent("kind") != "Scale" {
         let (group, version) = sent("apiVersion")

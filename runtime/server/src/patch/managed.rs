@@ -231,9 +231,15 @@ impl FieldManager<'_> {
     /// is gone).
     fn compare_in(&self, old: &Value, new: &Value, version: &str) -> Option<Comparison> {
         let schema = self.schema(version)?;
-        let old = self.convert(old, version)?;
-        let new = self.convert(new, version)?;
-        Some(structured::compare(&old, &new, &schema.root()).exclude(&self.reset_fields))
+        let root = schema.root();
+        let cmp = if version == self.api_version {
+            structured::compare(old, new, &root)
+        } else {
+            let old = self.convert(old, version)?;
+            let new = self.convert(new, version)?;
+            structured::compare(&old, &new, &root)
+        };
+        Some(cmp.exclude(&self.reset_fields))
     }
 
     /// Removes, from every manager but `workflow`, what the change from

@@ -51,8 +51,10 @@ impl KindSchema {
 
     /// The cached schema of `ops` (generated on first use).
     pub fn cached(ops: &VersionOps) -> Arc<KindSchema> {
-        static CACHE: OnceLock<Mutex<HashMap<String, Arc<KindSchema>>>> = OnceLock::new();
-        let key = format!("{}/{}", ops.info.api_version(), ops.info.kind);
+        // Keyed by the version's static `KindInfo` (one per kind and
+        // version for the life of the process): no key to build per call.
+        static CACHE: OnceLock<Mutex<HashMap<usize, Arc<KindSchema>>>> = OnceLock::new();
+        let key = std::ptr::from_ref(ops.info) as usize;
         let cache = CACHE.get_or_init(Default::default);
         if let Ok(map) = cache.lock()
             && let Some(found) = map.get(&key)
