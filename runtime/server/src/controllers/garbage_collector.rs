@@ -39,7 +39,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 
 use self::graph::{
-    Change, Graph, NodeView, ObjectRef, Observed, OwnerRef, OwnerState, Verdict, Work,
+    Change, Graph, NodeView, ObjectRef, Observed, OwnerRef, OwnerState, Partial, Verdict, Work,
 };
 use super::leader_election::{self, LeaderElector};
 use crate::error::{ApiError, ApiResult};
@@ -394,8 +394,12 @@ impl GarbageCollector {
             while let Some(event) = events.next().await {
                 match event {
                     WatchEvent::Object(kind, cached) => {
-                        let Ok(obj) = cached.object() else { continue };
-                        let Some(observed) = Observed::of(&obj, &api_version, entry.kind) else {
+                        let Ok(partial) = cached.parse::<Partial>() else {
+                            continue;
+                        };
+                        let Some(observed) =
+                            Observed::from_partial(partial, &api_version, entry.kind)
+                        else {
                             continue;
                         };
                         if let Some(seen) = &mut initial {
@@ -481,12 +485,19 @@ impl GarbageCollector {
             let _ = tx.send(Change::Absent(node.identity.clone()));
             return Ok(Outcome::Forget);
         };
+        if node.virtual_
+            && let Some(found) = Observed::of(&latest, &entry.api_version(), entry.kind)
+        {
+            // An owner only named so far exists: the graph knows it now
+            // (its informer reports later changes).
+            let _ = tx.send(Change::Found(found));
+        }
         if node.deleting_dependents {
             return self.finish_foreground(entry, &node).await;
         }
         let owners = OwnerRef::all_of(&latest);
         if owners.is_empty() {
-            return Ok(self.observed_or_requeue(&node));
+            return Ok(Outcome::Forget);
         }
         let mut states = Vec::with_capacity(owners.len());
         for owner in owners {
@@ -543,7 +554,7 @@ impl GarbageCollector {
                     })
                     .await?;
                 }
-                tracing::debug!(object = %describe(&node.identity), policy = policy.as_str(), "garbage collector: deleting an object whose owners are gone");
+                tracing::debug!(object = %describe(&node.identity), policy = policy.as_str(), "garbage collector: deleting a dependent whose owners are gone or being deleted in the foreground");
                 let pre = Preconditions {
                     uid: Some(node.identity.uid.clone()),
                     resource_version,
@@ -567,21 +578,7 @@ impl GarbageCollector {
                 }
             }
         }
-        Ok(self.observed_or_requeue(&node))
-    }
-
-    /// A virtual node found to exist is looked at again until its informer
-    /// has seen it (kube requeues unobserved nodes).
-    fn observed_or_requeue(&self, node: &NodeView) -> Outcome {
-        let still_virtual = self
-            .graph()
-            .node(&node.identity.uid)
-            .is_some_and(|n| n.virtual_);
-        if still_virtual {
-            Outcome::Requeue
-        } else {
-            Outcome::Forget
-        }
+        Ok(Outcome::Forget)
     }
 
     /// The state of `owner` of `dependent` (kube's `isDangling` and

@@ -257,3 +257,120 @@ impl LeaderElector {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use apiforge_core::builtin::coordination_v1::Lease;
+    use apiforge_core::scheme::KindBuilder;
+    use apiforge_storage::Storage;
+    use apiforge_storage::embedded::{EmbeddedOptions, EmbeddedStore};
+
+    fn spec(v: &Value) -> &Value {
+        &v["spec"]
+    }
+
+    #[tokio::test]
+    async fn one_holder_takeover_after_expiry_and_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+        let kind = Arc::new(KindBuilder::<Lease>::new().version::<Lease>().build());
+        let leases = Store::new(kind, storage, "/registry", None);
+        let options = Options {
+            lease_duration: Duration::from_millis(400),
+            renew_deadline: Duration::from_millis(300),
+            retry_period: Duration::from_millis(50),
+        };
+        let candidate = |id: &str| {
+            LeaderElector::new(
+                leases.clone(),
+                "kube-system",
+                "test-lock",
+                id.to_string(),
+                options.clone(),
+            )
+        };
+        let (mut a, mut b) = (candidate("a"), candidate("b"));
+        assert!(
+            a.try_acquire_or_renew().await.unwrap(),
+            "a creates the lease"
+        );
+        assert!(!b.try_acquire_or_renew().await.unwrap(), "a holds it");
+        let lease = leases.get_live("kube-system", "test-lock").await.unwrap();
+        assert_eq!(spec(&lease)["holderIdentity"], "a");
+        assert_eq!(spec(&lease)["leaseDurationSeconds"], 1);
+        assert_eq!(spec(&lease)["leaseTransitions"], 0);
+        let acquired = spec(&lease)["acquireTime"].clone();
+        // Renewals keep the holder and its acquire time.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(a.try_acquire_or_renew().await.unwrap());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(
+            !b.try_acquire_or_renew().await.unwrap(),
+            "renewed within the lease duration as b saw it"
+        );
+        let lease = leases.get_live("kube-system", "test-lock").await.unwrap();
+        assert_eq!(spec(&lease)["acquireTime"], acquired);
+        assert_ne!(spec(&lease)["renewTime"], acquired);
+        // a stops renewing: b takes over once the lease expired on its clock.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            b.try_acquire_or_renew().await.unwrap(),
+            "expired: b takes it"
+        );
+        let lease = leases.get_live("kube-system", "test-lock").await.unwrap();
+        assert_eq!(spec(&lease)["holderIdentity"], "b");
+        assert_eq!(spec(&lease)["leaseTransitions"], 1);
+        assert!(!a.try_acquire_or_renew().await.unwrap(), "b holds it now");
+        // Releasing lets the other candidate in at once.
+        b.release().await.unwrap();
+        let lease = leases.get_live("kube-system", "test-lock").await.unwrap();
+        assert_eq!(spec(&lease)["holderIdentity"], "");
+        assert!(a.try_acquire_or_renew().await.unwrap());
+        let lease = leases.get_live("kube-system", "test-lock").await.unwrap();
+        assert_eq!(spec(&lease)["holderIdentity"], "a");
+        assert_eq!(spec(&lease)["leaseTransitions"], 2);
+        assert!(new_identity().contains('_'));
+    }
+
+    #[tokio::test]
+    async fn run_leads_while_holding_and_releases_on_shutdown() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+        let kind = Arc::new(KindBuilder::<Lease>::new().version::<Lease>().build());
+        let leases = Store::new(kind, storage, "/registry", None);
+        let options = Options {
+            lease_duration: Duration::from_secs(2),
+            renew_deadline: Duration::from_secs(1),
+            retry_period: Duration::from_millis(50),
+        };
+        let elector = LeaderElector::new(
+            leases.clone(),
+            "kube-system",
+            "run-lock",
+            "me".into(),
+            options,
+        );
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let (led_tx, mut led_rx) = tokio::sync::mpsc::unbounded_channel();
+        let task = tokio::spawn(elector.run(stop_rx, move |mut stop| {
+            let led_tx = led_tx.clone();
+            async move {
+                let _ = led_tx.send("started");
+                let _ = stop.wait_for(|s| *s).await;
+                let _ = led_tx.send("stopped");
+            }
+        }));
+        assert_eq!(led_rx.recv().await, Some("started"));
+        stop_tx.send(true).unwrap();
+        assert_eq!(led_rx.recv().await, Some("stopped"));
+        task.await.unwrap();
+        let lease = leases.get_live("kube-system", "run-lock").await.unwrap();
+        assert_eq!(spec(&lease)["holderIdentity"], "", "released on shutdown");
+        assert_eq!(spec(&lease)["leaseDurationSeconds"], 1);
+    }
+}

@@ -10,6 +10,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::registry::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN, PropagationPolicy};
@@ -113,37 +115,88 @@ pub(super) struct Observed {
     pub foreground: bool,
 }
 
+/// The parts of an object the graph reads (everything else is skipped
+/// while parsing).
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Partial {
+    #[serde(default)]
+    metadata: PartialMeta,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PartialMeta {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: String,
+    #[serde(default)]
+    uid: String,
+    #[serde(default)]
+    deletion_timestamp: Option<IgnoredAny>,
+    #[serde(default)]
+    finalizers: Vec<String>,
+    #[serde(default)]
+    owner_references: Vec<PartialOwner>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PartialOwner {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    uid: String,
+    #[serde(default)]
+    block_owner_deletion: Option<bool>,
+}
+
 impl Observed {
     /// The facts of `obj`, an object of `api_version` and `kind`.
     pub(super) fn of(obj: &Value, api_version: &str, kind: &str) -> Option<Observed> {
-        let meta = obj.get("metadata")?;
-        let text = |f: &str| {
-            meta.get(f)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let uid = text("uid");
-        if uid.is_empty() {
+        let partial = Partial::deserialize(obj).ok()?;
+        Observed::from_partial(partial, api_version, kind)
+    }
+
+    /// The facts of a parsed object of `api_version` and `kind` (`None`
+    /// without a uid).
+    pub(super) fn from_partial(
+        partial: Partial,
+        api_version: &str,
+        kind: &str,
+    ) -> Option<Observed> {
+        let meta = partial.metadata;
+        if meta.uid.is_empty() {
             return None;
         }
-        let finalizers: Vec<&str> = meta
-            .get("finalizers")
-            .and_then(Value::as_array)
-            .map(|f| f.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let has = |f: &str| meta.finalizers.iter().any(|x| x == f);
         Some(Observed {
+            orphan: has(FINALIZER_ORPHAN),
+            foreground: has(FINALIZER_FOREGROUND),
+            deleting: meta.deletion_timestamp.is_some(),
+            owners: meta
+                .owner_references
+                .into_iter()
+                .filter(|r| !r.uid.is_empty())
+                .map(|r| OwnerRef {
+                    api_version: r.api_version,
+                    kind: r.kind,
+                    name: r.name,
+                    uid: r.uid,
+                    block: r.block_owner_deletion == Some(true),
+                })
+                .collect(),
             identity: ObjectRef {
                 api_version: api_version.to_string(),
                 kind: kind.to_string(),
-                namespace: text("namespace"),
-                name: text("name"),
-                uid,
+                namespace: meta.namespace,
+                name: meta.name,
+                uid: meta.uid,
             },
-            owners: OwnerRef::all_of(obj),
-            deleting: meta.get("deletionTimestamp").is_some_and(|t| !t.is_null()),
-            orphan: finalizers.contains(&FINALIZER_ORPHAN),
-            foreground: finalizers.contains(&FINALIZER_FOREGROUND),
         })
     }
 }
@@ -153,6 +206,9 @@ impl Observed {
 pub(super) enum Change {
     /// An object was added or changed.
     Observed(Observed),
+    /// A lookup found an object the graph only knew as a virtual owner
+    /// (it becomes an observed node; ignored otherwise).
+    Found(Observed),
     /// An object was deleted (its last state).
     Deleted(Observed),
     /// A lookup found no object at this identity (a "virtual delete").
@@ -201,7 +257,6 @@ struct Node {
     /// Being deleted with the `orphan` finalizer.
     orphaning: bool,
     owners: Vec<OwnerRef>,
-    dependents: HashSet<String>,
 }
 
 /// A copy of one node's facts, for a worker.
@@ -222,10 +277,16 @@ pub(super) struct NodeView {
 /// How many absent owners are remembered (kube: an LRU of 500).
 const ABSENT_CACHE: usize = 1024;
 
-/// The dependency graph.
+/// The dependency graph: a node per observed object (as kube's, so that
+/// an owner named from the wrong namespace is recognised), plus virtual
+/// nodes for owners only named.
 #[derive(Default)]
 pub(super) struct Graph {
     nodes: HashMap<String, Node>,
+    /// Owner uid → the uids of the nodes naming it, kept from the
+    /// dependents' side: it outlives the owner's node until the dependents
+    /// go or drop the reference.
+    dependents: HashMap<String, HashSet<String>>,
     /// Owners a lookup found absent, by `(group, kind, namespace, name,
     /// uid)` (kube's `absentOwnerCache`).
     absent: HashSet<(String, String, String, String, String)>,
@@ -251,6 +312,17 @@ impl Graph {
         self.nodes.len()
     }
 
+    /// The uids of the dependents of `uid`, sorted.
+    fn dependent_uids(&self, uid: &str) -> Vec<String> {
+        let mut deps: Vec<String> = self
+            .dependents
+            .get(uid)
+            .map(|d| d.iter().cloned().collect())
+            .unwrap_or_default();
+        deps.sort();
+        deps
+    }
+
     /// The facts of node `uid`.
     pub(super) fn node(&self, uid: &str) -> Option<NodeView> {
         self.nodes.get(uid).map(|n| NodeView {
@@ -258,16 +330,13 @@ impl Graph {
             virtual_: n.virtual_,
             deleting: n.deleting,
             deleting_dependents: n.deleting_dependents,
-            has_dependents: !n.dependents.is_empty(),
+            has_dependents: self.dependents.get(uid).is_some_and(|d| !d.is_empty()),
         })
     }
 
     /// The dependents of `uid` (to orphan them).
     pub(super) fn dependents(&self, uid: &str) -> Vec<ObjectRef> {
-        let Some(node) = self.nodes.get(uid) else {
-            return Vec::new();
-        };
-        node.dependents
+        self.dependent_uids(uid)
             .iter()
             .filter_map(|d| self.nodes.get(d))
             .map(|d| d.identity.clone())
@@ -277,9 +346,8 @@ impl Graph {
     /// Whether some dependent of `uid` is itself being deleted in the
     /// foreground.
     pub(super) fn has_dependent_deleting_dependents(&self, uid: &str) -> bool {
-        self.nodes.get(uid).is_some_and(|n| {
-            n.dependents
-                .iter()
+        self.dependents.get(uid).is_some_and(|deps| {
+            deps.iter()
                 .filter_map(|d| self.nodes.get(d))
                 .any(|d| d.deleting_dependents)
         })
@@ -289,18 +357,16 @@ impl Graph {
     /// (kube's `blockingDependents`), with whether each is itself being
     /// deleted in the foreground.
     pub(super) fn blocking_dependents(&self, uid: &str) -> Vec<(String, bool)> {
-        let Some(node) = self.nodes.get(uid) else {
-            return Vec::new();
-        };
-        let mut out: Vec<(String, bool)> = node
-            .dependents
-            .iter()
-            .filter_map(|d| self.nodes.get(d).map(|n| (d, n)))
-            .filter(|(_, d)| d.owners.iter().any(|o| o.uid == uid && o.block))
-            .map(|(d, n)| (d.clone(), n.deleting_dependents))
-            .collect();
-        out.sort();
-        out
+        self.dependent_uids(uid)
+            .into_iter()
+            .filter_map(|d| {
+                let node = self.nodes.get(&d)?;
+                node.owners
+                    .iter()
+                    .any(|o| o.uid == uid && o.block)
+                    .then_some((d, node.deleting_dependents))
+            })
+            .collect()
     }
 
     /// Whether a lookup found `owner` absent (as named by a dependent in
@@ -329,6 +395,15 @@ impl Graph {
         let mut work = Vec::new();
         match change {
             Change::Observed(obs) => self.observe(obs, &mut work),
+            Change::Found(obs) => {
+                if self
+                    .nodes
+                    .get(&obs.identity.uid)
+                    .is_some_and(|n| n.virtual_)
+                {
+                    self.observe(obs, &mut work);
+                }
+            }
             Change::Deleted(obs) => {
                 if self.nodes.contains_key(&obs.identity.uid) {
                     self.remove(&obs.identity.uid, &mut work);
@@ -346,7 +421,7 @@ impl Graph {
                 self.remove(&identity.uid, &mut work);
             }
             Change::Relisted { group, kind, seen } => {
-                let gone: Vec<String> = self
+                let mut gone: Vec<String> = self
                     .nodes
                     .iter()
                     .filter(|(uid, n)| {
@@ -357,6 +432,7 @@ impl Graph {
                     })
                     .map(|(uid, _)| uid.clone())
                     .collect();
+                gone.sort();
                 for uid in gone {
                     self.remove(&uid, &mut work);
                 }
@@ -408,14 +484,17 @@ impl Graph {
         for old in &old_owners {
             let now = obs.owners.iter().find(|o| o.uid == old.uid);
             let removed = now.is_none();
-            if let Some(owner) = self.nodes.get_mut(&old.uid) {
-                if removed {
-                    owner.dependents.remove(&uid);
-                }
-                let unblocked = removed || (old.block && now.is_some_and(|n| !n.block));
-                if unblocked && owner.deleting_dependents {
-                    work.push(Work::Delete(old.uid.clone()));
-                }
+            if removed {
+                self.unlink(&old.uid, &uid);
+            }
+            let unblocked = removed || (old.block && now.is_some_and(|n| !n.block));
+            if unblocked
+                && self
+                    .nodes
+                    .get(&old.uid)
+                    .is_some_and(|o| o.deleting_dependents)
+            {
+                work.push(Work::Delete(old.uid.clone()));
             }
         }
         if let Some(node) = self.nodes.get_mut(&uid) {
@@ -427,12 +506,22 @@ impl Graph {
             work.push(Work::Orphan(uid.clone()));
         }
         if deleting_dependents && !was_deleting_dependents {
-            if let Some(node) = self.nodes.get(&uid) {
-                let mut deps: Vec<&String> = node.dependents.iter().collect();
-                deps.sort();
-                work.extend(deps.into_iter().map(|d| Work::Delete(d.clone())));
-            }
+            work.extend(self.dependent_uids(&uid).into_iter().map(Work::Delete));
             work.push(Work::Delete(uid));
+        }
+    }
+
+    /// Removes `dependent` from the dependents of `owner`; a virtual owner
+    /// nothing names any more goes.
+    fn unlink(&mut self, owner: &str, dependent: &str) {
+        if let Some(deps) = self.dependents.get_mut(owner) {
+            deps.remove(dependent);
+            if deps.is_empty() {
+                self.dependents.remove(owner);
+                if self.nodes.get(owner).is_some_and(|o| o.virtual_) {
+                    self.nodes.remove(owner);
+                }
+            }
         }
     }
 
@@ -444,9 +533,7 @@ impl Graph {
             return;
         };
         let observed = node.identity.clone();
-        let mut deps: Vec<String> = node.dependents.iter().cloned().collect();
-        deps.sort();
-        for dep_uid in deps {
+        for dep_uid in self.dependent_uids(uid) {
             let Some(dep) = self.nodes.get(&dep_uid) else {
                 continue;
             };
@@ -472,19 +559,23 @@ impl Graph {
     fn add_to_owners(&mut self, dependent: &ObjectRef, owners: &[OwnerRef], work: &mut Vec<Work>) {
         let mut recheck = false;
         for owner in owners {
-            match self.nodes.get_mut(&owner.uid) {
+            self.dependents
+                .entry(owner.uid.clone())
+                .or_default()
+                .insert(dependent.uid.clone());
+            match self.nodes.get(&owner.uid) {
                 None => {
-                    let mut node = Node {
-                        identity: owner.as_virtual(&dependent.namespace),
-                        virtual_: true,
-                        ..Default::default()
-                    };
-                    node.dependents.insert(dependent.uid.clone());
-                    self.nodes.insert(owner.uid.clone(), node);
+                    self.nodes.insert(
+                        owner.uid.clone(),
+                        Node {
+                            identity: owner.as_virtual(&dependent.namespace),
+                            virtual_: true,
+                            ..Default::default()
+                        },
+                    );
                     work.push(Work::Delete(owner.uid.clone()));
                 }
                 Some(node) => {
-                    node.dependents.insert(dependent.uid.clone());
                     let namespaced = !node.identity.namespace.is_empty();
                     if namespaced && node.identity.namespace != dependent.namespace {
                         if !node.virtual_ {
@@ -521,32 +612,31 @@ impl Graph {
             return;
         };
         for owner in &node.owners {
-            if let Some(o) = self.nodes.get_mut(&owner.uid) {
-                o.dependents.remove(uid);
-                if o.deleting_dependents {
-                    work.push(Work::Delete(owner.uid.clone()));
-                }
-                // A virtual owner nothing names any more goes too.
-                if o.virtual_ && o.dependents.is_empty() {
-                    self.nodes.remove(&owner.uid);
-                }
+            self.unlink(&owner.uid, uid);
+            if self
+                .nodes
+                .get(&owner.uid)
+                .is_some_and(|o| o.deleting_dependents)
+            {
+                work.push(Work::Delete(owner.uid.clone()));
             }
         }
-        let mut deps: Vec<&String> = node.dependents.iter().collect();
-        deps.sort();
-        for dep in deps {
-            if let Some(d) = self.nodes.get(dep)
-                && let Some(r) = d.owners.iter().find(|o| o.uid == uid)
-            {
+        for dep in self.dependent_uids(uid) {
+            if let Some(r) = self.nodes.get(&dep).and_then(|d| {
+                d.owners
+                    .iter()
+                    .find(|o| o.uid == uid)
+                    .map(|r| (r.clone(), d.identity.namespace.clone()))
+            }) {
+                let (r, dep_namespace) = r;
                 let ns = if node.identity.namespace.is_empty() {
                     String::new()
                 } else {
-                    d.identity.namespace.clone()
+                    dep_namespace
                 };
-                let r = r.clone();
                 self.mark_absent(&r, &ns);
             }
-            work.push(Work::Delete(dep.clone()));
+            work.push(Work::Delete(dep));
         }
     }
 }
@@ -859,6 +949,45 @@ mod tests {
         assert_eq!(work, vec![Work::Delete("c".into())]);
         assert!(g.node("p").is_none());
         assert_eq!(g.len(), 1);
+    }
+
+    #[test]
+    fn a_found_owner_is_observed_and_keeps_its_dependents() {
+        let mut g = Graph::default();
+        g.apply(Change::Observed(observed(
+            obj("Secret", "ns", "child", "c"),
+            vec![owner("ConfigMap", "parent", "p", true)],
+        )));
+        // Found only settles virtual nodes; it never adds one.
+        assert!(
+            g.apply(Change::Found(observed(
+                obj("ConfigMap", "ns", "x", "x"),
+                vec![]
+            )))
+            .is_empty()
+        );
+        assert!(g.node("x").is_none());
+        g.apply(Change::Found(observed(
+            obj("ConfigMap", "ns", "parent", "p"),
+            vec![],
+        )));
+        assert!(!g.node("p").expect("found").virtual_);
+        // A relist that missed it drops the node but not the dependents'
+        // links: when it shows up deleting in the foreground, the child goes.
+        g.apply(Change::Relisted {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            seen: HashSet::new(),
+        });
+        assert!(g.node("p").is_none());
+        let mut deleting = observed(obj("ConfigMap", "ns", "parent", "p"), vec![]);
+        deleting.deleting = true;
+        deleting.foreground = true;
+        assert_eq!(
+            g.apply(Change::Observed(deleting)),
+            vec![Work::Delete("c".into()), Work::Delete("p".into())]
+        );
+        assert_eq!(g.blocking_dependents("p"), vec![("c".to_string(), false)]);
     }
 
     #[test]
