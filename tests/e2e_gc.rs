@@ -2,7 +2,8 @@
 //! with kube-rs (and kubectl's `--cascade`): background, foreground (with
 //! blocking and non-blocking dependents of two kinds), orphan, dangling
 //! owners, chains of three levels and dependents created after their
-//! owner went — on the embedded store and on etcd. The DeleteOptions
+//! owner went — on the embedded store and on etcd; one collector per
+//! cluster (leader election between two replicas). The DeleteOptions
 //! validation errors are kube-apiserver's.
 
 mod common;
@@ -537,4 +538,78 @@ async fn kubectl_delete_cascade() {
             .await;
         }
     }
+}
+
+/// Two replicas on one etcd: one holds the collector's lease; when it dies
+/// the other takes the lease over (after the 15 s lease duration) and
+/// collects.
+#[tokio::test]
+async fn one_collector_per_cluster_and_takeover() {
+    let etcd = common::Etcd::start().await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let etcd_args = ["--etcd-servers", etcd.url.as_str()];
+    let first = Server::start_in(&tmp.path().join("a"), common::free_port(), &etcd_args).await;
+    let second = Server::start_in(&tmp.path().join("b"), common::free_port(), &etcd_args).await;
+    let acquired = |s: &Server| s.log().contains("leader election: acquired the lease");
+    eventually(&first, "a replica leads", || async {
+        acquired(&first) || acquired(&second)
+    })
+    .await;
+    // Let the other one try a few times: it must not lead too.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        acquired(&first) != acquired(&second),
+        "exactly one leader; logs:\n{}\n---\n{}",
+        first.log(),
+        second.log()
+    );
+    let (mut leader, follower) = if acquired(&first) {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let client = follower.client().await;
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), "kube-system");
+    let before = leases
+        .get("apiforge-garbage-collector")
+        .await
+        .expect("lease")
+        .spec
+        .expect("spec");
+    leader.kill();
+    // The lease expires 15 s after its last renewal as the follower saw it.
+    let deadline = Instant::now() + Duration::from_secs(45);
+    while !acquired(&follower) {
+        assert!(
+            Instant::now() < deadline,
+            "no takeover; log:\n{}",
+            follower.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let after = leases
+        .get("apiforge-garbage-collector")
+        .await
+        .expect("lease")
+        .spec
+        .expect("spec");
+    assert_ne!(after.holder_identity, before.holder_identity);
+    assert_eq!(
+        after.lease_transitions,
+        before.lease_transitions.map(|t| t + 1)
+    );
+    // The new leader collects.
+    let a = Apis::new(&client, "gc-takeover").await;
+    let owner = a.cm("owner", vec![]).await;
+    a.secret("dep", vec![owner_ref(&owner, "ConfigMap", None)])
+        .await;
+    a.cms
+        .delete("owner", &DeleteParams::background())
+        .await
+        .expect("delete");
+    eventually(&follower, "collected by the new leader", || async {
+        gone(&a.secrets, "dep").await
+    })
+    .await;
 }
