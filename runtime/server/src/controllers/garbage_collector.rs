@@ -8,7 +8,7 @@
 //! interface of the stores:
 //!
 //! - one informer per kind watches the kind's store (served by the watch
-//!   cache) and feeds what it sees into the [`graph`], which keeps only
+//!   cache) and feeds what it sees into the `graph`, which keeps only
 //!   each object's identity, owner references and dependents — never the
 //!   objects themselves;
 //! - the graph turns changes into work on two queues, like kube's
