@@ -331,6 +331,45 @@ async fn dangling(server: &Server, client: &kube::Client) {
 
     // A cluster-scoped owner (a Namespace) is found from any namespace.
     let namespaces: Api<Namespace> = Api::all(client.clone());
+    // Cluster-scoped dependents: one naming a namespaced owner kind can
+    // never be resolved and stays (logged); one whose cluster-scoped owner
+    // is gone is collected.
+    let namespaced_owner = OwnerReference {
+        name: "ghost-cm".into(),
+        uid: "00000000-0000-0000-0000-000000000003".into(),
+        ..ghost.clone()
+    };
+    let gone_namespace = OwnerReference {
+        kind: "Namespace".into(),
+        name: "gone-namespace".into(),
+        uid: "00000000-0000-0000-0000-000000000004".into(),
+        ..ghost.clone()
+    };
+    for (name, owner) in [
+        ("gc-cluster-invalid", namespaced_owner),
+        ("gc-cluster-dangling", gone_namespace),
+    ] {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &Namespace {
+                    metadata: meta(name, vec![owner]),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("create namespace");
+    }
+    eventually(server, "cluster-scoped dependent collected", || async {
+        gone(&namespaces, "gc-cluster-dangling").await
+    })
+    .await;
+    eventually(server, "the invalid reference logged", || async {
+        server.log().contains("name: ghost-cm")
+    })
+    .await;
+    let invalid = namespaces.get("gc-cluster-invalid").await.expect("stays");
+    assert!(invalid.metadata.deletion_timestamp.is_none());
     let ns = namespaces
         .get("gc-dangling-elsewhere")
         .await

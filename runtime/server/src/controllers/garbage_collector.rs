@@ -479,6 +479,24 @@ impl GarbageCollector {
             return Ok(Outcome::Forget);
         }
         let entry = self.resolve(&node.identity.api_version, &node.identity.kind)?;
+        if entry.namespaced && node.identity.namespace.is_empty() {
+            // A namespaced kind named as the owner of cluster-scoped objects
+            // has no namespace to be looked up in: those references can
+            // never resolve (kube: `namespacedOwnerOfClusterScopedObjectErr`).
+            let owner = OwnerRef {
+                api_version: node.identity.api_version.clone(),
+                kind: node.identity.kind.clone(),
+                name: node.identity.name.clone(),
+                uid: node.identity.uid.clone(),
+                block: false,
+            };
+            for dependent in self.graph().dependents(uid) {
+                if dependent.namespace.is_empty() {
+                    report_invalid_namespace(&dependent, &owner);
+                }
+            }
+            return Ok(Outcome::Forget);
+        }
         let Some(latest) = self.live(entry, &node.identity).await? else {
             // Absent: a virtual delete removes the node and looks at its
             // dependents.
