@@ -291,7 +291,10 @@ impl GarbageCollector {
         self.graph.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs until `stop` turns true.
+    /// Runs until `stop` turns true. The workers start once every
+    /// informer has delivered its initial list (kube's
+    /// `WaitForCacheSync`), so that nothing is orphaned or collected on a
+    /// half-built graph; changes queue up meanwhile.
     async fn run(self, mut stop: tokio::sync::watch::Receiver<bool>) {
         tracing::info!(kinds = self.kinds.0.len(), "garbage collector: starting");
         let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
@@ -299,6 +302,35 @@ impl GarbageCollector {
         for index in 0..self.kinds.0.len() {
             tasks.spawn(self.clone().inform(index, tx.clone()));
         }
+        let mut synced: HashSet<(String, String)> = HashSet::new();
+        let mut working = false;
+        loop {
+            tokio::select! {
+                change = rx.recv() => {
+                    let Some(change) = change else { break };
+                    if let Change::Relisted { group, kind, .. } = &change {
+                        synced.insert((group.clone(), kind.clone()));
+                    }
+                    self.apply(change);
+                    if !working && synced.len() >= self.kinds.0.len() {
+                        working = true;
+                        tracing::info!("garbage collector: graph synced; collecting");
+                        self.start_workers(&mut tasks, &tx);
+                    }
+                }
+                _ = stop.wait_for(|stop| *stop) => break,
+            }
+        }
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+        tracing::info!("garbage collector: stopped");
+    }
+
+    fn start_workers(
+        &self,
+        tasks: &mut tokio::task::JoinSet<()>,
+        tx: &mpsc::UnboundedSender<Change>,
+    ) {
         for _ in 0..DELETE_WORKERS {
             let gc = self.clone();
             let tx = tx.clone();
@@ -320,19 +352,6 @@ impl GarbageCollector {
                 }
             });
         }
-        drop(tx);
-        loop {
-            tokio::select! {
-                change = rx.recv() => {
-                    let Some(change) = change else { break };
-                    self.apply(change);
-                }
-                _ = stop.wait_for(|stop| *stop) => break,
-            }
-        }
-        tasks.abort_all();
-        while tasks.join_next().await.is_some() {}
-        tracing::info!("garbage collector: stopped");
     }
 
     /// Whether a work item's outcome asks for a retry (logging failures).
