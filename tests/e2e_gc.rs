@@ -273,6 +273,49 @@ async fn orphan(server: &Server, client: &kube::Client) {
     // Still there a while later.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(!gone(&a.cms, "orphan-cm").await);
+
+    // DeleteCollection with the orphan policy: every owner goes, the
+    // dependents stay without their reference.
+    let mut owners = Vec::new();
+    for i in 0..2 {
+        let mut owner = ConfigMap {
+            metadata: meta(&format!("coll-owner-{i}"), vec![]),
+            ..Default::default()
+        };
+        owner.metadata.labels = Some([("gc-collection".to_string(), "owner".to_string())].into());
+        owners.push(
+            a.cms
+                .create(&PostParams::default(), &owner)
+                .await
+                .expect("create owner"),
+        );
+    }
+    for (i, owner) in owners.iter().enumerate() {
+        a.secret(
+            &format!("coll-dep-{i}"),
+            vec![owner_ref(owner, "ConfigMap", Some(true))],
+        )
+        .await;
+    }
+    a.cms
+        .delete_collection(
+            &DeleteParams::orphan(),
+            &kube::api::ListParams::default().labels("gc-collection=owner"),
+        )
+        .await
+        .expect("delete collection");
+    eventually(server, "collection owners removed", || async {
+        gone(&a.cms, "coll-owner-0").await && gone(&a.cms, "coll-owner-1").await
+    })
+    .await;
+    for i in 0..2 {
+        let dep = a
+            .secrets
+            .get(&format!("coll-dep-{i}"))
+            .await
+            .expect("dependent stays");
+        assert_eq!(dep.metadata.owner_references, None);
+    }
 }
 
 /// Owners that never existed, or whose name another object now has, are
@@ -535,6 +578,51 @@ async fn delete_options_validation() {
     )
     .await;
     assert_eq!(ok.status, 200, "{}", ok.text());
+
+    // A dry run with the orphan policy shows the finalizer, changes nothing.
+    let mut held = ConfigMap {
+        metadata: meta("held", vec![]),
+        ..Default::default()
+    };
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    cms.create(&PostParams::default(), &held)
+        .await
+        .expect("create");
+    let held_path = "/api/v1/namespaces/default/configmaps/held";
+    let dry = common::raw::request(
+        &server,
+        "DELETE",
+        &format!("{held_path}?dryRun=All&propagationPolicy=Orphan"),
+        &[],
+        b"",
+    )
+    .await;
+    assert_eq!(dry.status, 200, "{}", dry.text());
+    assert_eq!(
+        dry.json()["metadata"]["finalizers"],
+        json!(["example.com/hold", "orphan"])
+    );
+    let stored = cms.get("held").await.expect("get");
+    assert_eq!(stored.metadata.deletion_timestamp, None);
+    assert_eq!(
+        stored.metadata.finalizers,
+        Some(vec!["example.com/hold".to_string()])
+    );
+    // orphanDependents=false on an object that stays: 202 Accepted, no
+    // deletion finalizer (background).
+    let accepted = common::raw::request(
+        &server,
+        "DELETE",
+        held_path,
+        &[("Content-Type", "application/json")],
+        br#"{"orphanDependents": false}"#,
+    )
+    .await;
+    assert_eq!(accepted.status, 202, "{}", accepted.text());
+    assert_eq!(
+        accepted.json()["metadata"]["finalizers"],
+        json!(["example.com/hold"])
+    );
 }
 
 /// `kubectl delete --cascade=background|foreground|orphan`.
