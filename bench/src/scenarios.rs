@@ -44,6 +44,9 @@ pub(crate) enum Name {
     ConsistentList,
     /// Server-side apply (create and update) vs POST and merge patch.
     Apply,
+    /// Garbage collection: owner DELETE to the last of 1,000 dependents
+    /// gone (background and foreground; embedded and etcd).
+    Gc,
 }
 
 impl Name {
@@ -59,6 +62,7 @@ impl Name {
             Name::Watch,
             Name::Startup,
             Name::Memory,
+            Name::Gc,
         ]
     }
 
@@ -73,6 +77,7 @@ impl Name {
             Name::Memory => "memory",
             Name::ConsistentList => "consistent-list",
             Name::Apply => "apply",
+            Name::Gc => "gc",
         }
     }
 }
@@ -119,6 +124,9 @@ pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figu
             "startup/memory",
             startup_memory(settings, has(Name::Startup), has(Name::Memory)).await,
         );
+    }
+    if has(Name::Gc) {
+        record(Name::Gc.label(), gc(settings).await);
     }
     (figures, failures)
 }
@@ -1601,6 +1609,163 @@ async fn startup_memory(
             median(&times),
             Goal::AtMost(2000.0),
         ));
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// garbage collection
+
+/// Dependents per owner in the garbage-collection scenario.
+const GC_DEPENDENTS: usize = 1_000;
+
+/// Creates a ConfigMap `name` in `default` with `owner` (name, uid) as its
+/// owner (blocking when `block`); returns its uid.
+async fn gc_configmap(
+    conn: &mut Conn,
+    name: &str,
+    owner: Option<(&str, &str)>,
+    block: bool,
+) -> anyhow::Result<String> {
+    let mut meta = json!({"name": name, "labels": {"bench-gc": "true"}});
+    if let Some((owner, uid)) = owner {
+        meta["ownerReferences"] = json!([{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": uid,
+            "blockOwnerDeletion": block,
+        }]);
+        meta["labels"]["bench-gc-owner"] = json!(owner);
+    }
+    let body =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}});
+    let reply = conn
+        .send(
+            Method::POST,
+            "/api/v1/namespaces/default/configmaps",
+            Some(Bytes::from(serde_json::to_vec(&body)?)),
+        )
+        .await?
+        .ok()
+        .with_context(|| format!("creating configmap {name}"))?;
+    let created: Value = serde_json::from_slice(&reply)?;
+    created
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .context("created configmap without uid")
+}
+
+/// How many dependents of `owner` are left.
+async fn gc_remaining(conn: &mut Conn, owner: &str) -> anyhow::Result<usize> {
+    let body = conn
+        .get(&format!(
+            "/api/v1/namespaces/default/configmaps?labelSelector=bench-gc-owner%3D{owner}"
+        ))
+        .await?
+        .ok()?;
+    let list: Value = serde_json::from_slice(&body)?;
+    Ok(list
+        .get("items")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len))
+}
+
+/// One run: an owner with `count` dependents (created with 64
+/// connections), deleted with `policy`; returns the milliseconds from the
+/// DELETE to the last dependent (and, in the foreground, the owner) gone.
+async fn gc_once(target: &Target, owner: &str, policy: &str, count: usize) -> anyhow::Result<f64> {
+    let mut conn = Conn::connect(target).await?;
+    let uid = gc_configmap(&mut conn, owner, None, false).await?;
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..64.min(count) {
+        let (target, next, owner, uid) =
+            (target.clone(), next.clone(), owner.to_string(), uid.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut conn = Conn::connect(&target).await?;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    return anyhow::Ok(());
+                }
+                gc_configmap(
+                    &mut conn,
+                    &format!("{owner}-{i}"),
+                    Some((&owner, &uid)),
+                    true,
+                )
+                .await?;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    // Let the collector's informers see the dependents.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let body = json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy});
+    let started = Instant::now();
+    conn.send(
+        Method::DELETE,
+        &format!("/api/v1/namespaces/default/configmaps/{owner}"),
+        Some(Bytes::from(serde_json::to_vec(&body)?)),
+    )
+    .await?
+    .ok()
+    .context("deleting the owner")?;
+    let deadline = started + Duration::from_secs(120);
+    loop {
+        let left = gc_remaining(&mut conn, owner).await?;
+        let owner_left = conn
+            .get(&format!("/api/v1/namespaces/default/configmaps/{owner}"))
+            .await?
+            .status
+            != StatusCode::NOT_FOUND;
+        if left == 0 && !owner_left {
+            return Ok(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        if Instant::now() > deadline {
+            bail!("{left} of {count} dependents left after 120 s ({policy})");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn gc_on(settings: &Settings, backend: &Backend) -> anyhow::Result<Vec<Figure>> {
+    const S: &str = "gc";
+    let f = fresh(settings, backend).await?;
+    // Warm-up: the collector starts once it holds its Lease and its graph
+    // is synced, a moment after /readyz.
+    gc_once(&f.server.target, "gc-warmup", "Background", 1).await?;
+    let mut out = Vec::new();
+    for policy in ["Background", "Foreground"] {
+        let mut times = Vec::new();
+        for run in 0..settings.repeats {
+            let owner = format!("gc-{}-{run}", policy.to_lowercase());
+            times.push(gc_once(&f.server.target, &owner, policy, GC_DEPENDENTS).await?);
+        }
+        progress!("  {} {policy}: {times:.0?} ms", backend.name());
+        out.push(Figure::new(
+            S,
+            &format!(
+                "{} {policy} delete to last of {GC_DEPENDENTS} dependents gone ms",
+                backend.name()
+            ),
+            median(&times),
+            Goal::AtMost(30_000.0),
+        ));
+    }
+    Ok(out)
+}
+
+/// The garbage collector: from an owner's DELETE to the last of its 1,000
+/// dependents gone, in the background and in the foreground (median of
+/// the runs), on the embedded store and on etcd.
+async fn gc(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+    progress!("gc: owner DELETE to the last of {GC_DEPENDENTS} dependents gone");
+    let mut out = gc_on(settings, &Backend::Embedded).await?;
+    if settings.etcd {
+        let etcd = Etcd::start().await?;
+        out.extend(gc_on(settings, &Backend::Etcd(etcd.url.clone())).await?);
     }
     Ok(out)
 }

@@ -345,6 +345,32 @@ pub trait Strategy: Resource {
     /// requested, after `deletionTimestamp` is set. Default: nothing (a
     /// Namespace turns `Terminating`).
     fn on_deletion_requested(&mut self) {}
+
+    /// What happens to an object's dependents when a DELETE names neither
+    /// `propagationPolicy` nor `orphanDependents` (the generic apiserver's
+    /// `GarbageCollectionDeleteStrategy.DefaultGarbageCollectionPolicy`).
+    /// Default: [`GarbageCollectionPolicy::DeleteDependents`], background
+    /// deletion, as for every kind kube-apiserver serves through `apps/v1`.
+    fn default_garbage_collection_policy() -> GarbageCollectionPolicy {
+        GarbageCollectionPolicy::DeleteDependents
+    }
+}
+
+/// A kind's default for the dependents of a deleted object
+/// ([`Strategy::default_garbage_collection_policy`]; the generic
+/// apiserver's `rest.GarbageCollectionPolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GarbageCollectionPolicy {
+    /// Dependents are deleted by the garbage collector after the owner
+    /// (background propagation).
+    #[default]
+    DeleteDependents,
+    /// Dependents are orphaned: without options, a DELETE adds the
+    /// `orphan` finalizer (as the `extensions/v1beta1` kinds did).
+    OrphanDependents,
+    /// DELETE ignores `propagationPolicy` and `orphanDependents`, and adds
+    /// no deletion finalizer.
+    Unsupported,
 }
 
 #[cfg(test)]

@@ -213,6 +213,7 @@ pub struct Kind {
     table_printer: Option<&'static crate::resource::TablePrinter>,
     finalizers_pending: fn(&Value) -> Result<bool, DecodeError>,
     on_deletion_requested: HubPrepare,
+    gc_policy: crate::resource::GarbageCollectionPolicy,
     objects: ObjectOps,
 }
 
@@ -388,6 +389,7 @@ impl<H: Strategy> KindBuilder<H> {
             table_printer: H::table_printer(),
             finalizers_pending: hub_finalizers_pending::<H>,
             on_deletion_requested: hub_on_deletion_requested::<H>,
+            gc_policy: H::default_garbage_collection_policy(),
             objects: ObjectOps::of::<H>(),
         }
     }
@@ -580,6 +582,12 @@ impl Kind {
     /// Runs the strategy's [`Strategy::on_deletion_requested`].
     pub fn on_deletion_requested(&self, hub: &mut Value) -> Result<(), DecodeError> {
         (self.on_deletion_requested)(hub)
+    }
+
+    /// What happens to dependents when a DELETE does not say
+    /// ([`Strategy::default_garbage_collection_policy`]).
+    pub fn default_garbage_collection_policy(&self) -> crate::resource::GarbageCollectionPolicy {
+        self.gc_policy
     }
 }
 

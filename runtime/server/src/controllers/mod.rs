@@ -6,9 +6,14 @@
 //! - [`namespace`]: empties and removes deleted namespaces.
 //! - [`identity_lease`]: the server's identity lease and the collection
 //!   of expired ones.
+//! - [`garbage_collector`]: deletes objects whose owners are gone, and
+//!   carries out orphaning and foreground deletion; one replica runs it,
+//!   elected through [`leader_election`].
 
 pub mod bootstrap;
+pub mod garbage_collector;
 pub mod identity_lease;
+pub mod leader_election;
 pub mod namespace;
 
 use crate::registry::Stores;
@@ -16,5 +21,6 @@ use crate::registry::Stores;
 /// Starts every controller on the current tokio runtime; they stop when
 /// `shutdown` turns true.
 pub fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
-    namespace::start(stores, shutdown);
+    namespace::start(stores, shutdown.clone());
+    garbage_collector::start(stores, shutdown);
 }

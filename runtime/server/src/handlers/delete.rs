@@ -9,15 +9,16 @@ use super::body::read_body_limited;
 use super::negotiation::Format;
 use super::{Ctx, respond};
 use crate::error::ApiResult;
-use crate::registry::{DeleteOutcome, Preconditions};
+use crate::registry::{DeleteOutcome, Preconditions, Propagation, PropagationPolicy};
 use apiforge_core::meta::{Status, StatusDetails};
 use apiforge_core::validation::{ErrorList, FieldError};
 
 pub(super) async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
-    let (pre, dry_run, cascade) = delete_options(ctx, req).await?;
+    let (pre, dry_run, propagation) = delete_options(ctx, req).await?;
+    let cascade = propagation.orphan_dependents == Some(false);
     let deleted = match ctx
         .store
-        .delete(&ctx.ri.namespace, &ctx.ri.name, &pre, dry_run)
+        .delete_propagating(&ctx.ri.namespace, &ctx.ri.name, &pre, dry_run, &propagation)
         .await?
     {
         DeleteOutcome::Removed(obj) => obj,
@@ -48,18 +49,19 @@ pub(super) async fn delete(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     ))
 }
 
-/// The preconditions, the dry-run flag and whether `orphanDependents` is
-/// explicitly false, of a delete's `DeleteOptions` body (or, without a body,
-/// its query parameters).
+/// The preconditions, the dry-run flag and the garbage-collection options
+/// (`orphanDependents`, `propagationPolicy`) of a delete's `DeleteOptions`
+/// body (or, without a body, its query parameters), validated as
+/// kube-apiserver's `ValidateDeleteOptions`.
 pub(super) async fn delete_options(
     ctx: &Ctx<'_>,
     req: Request,
-) -> ApiResult<(Preconditions, bool, bool)> {
+) -> ApiResult<(Preconditions, bool, Propagation)> {
     let bytes = read_body_limited(req).await?;
     let mut pre = Preconditions::default();
     // As kube-apiserver: a body carries the options; without one they come
     // from the query parameters.
-    let (dry_run, policy, cascade): (Vec<String>, Option<String>, bool) =
+    let (dry_run, policy, orphan): (Vec<String>, Option<String>, Option<bool>) =
         if !bytes.iter().all(u8::is_ascii_whitespace) {
             // kube-apiserver's decoder texts, without a summary of the body.
             let undecodable = |e: String| {
@@ -91,8 +93,8 @@ pub(super) async fn delete_options(
                 .get("propagationPolicy")
                 .and_then(Value::as_str)
                 .map(str::to_string);
-            let cascade = opts.get("orphanDependents") == Some(&Value::Bool(false));
-            (dry_run, policy, cascade)
+            let orphan = opts.get("orphanDependents").and_then(Value::as_bool);
+            (dry_run, policy, orphan)
         } else {
             if let Some(v) = ctx.query.get("gracePeriodSeconds") {
                 crate::go_errors::parse_int64(v).map_err(Status::bad_request)?;
@@ -106,13 +108,21 @@ pub(super) async fn delete_options(
             (
                 dry_run,
                 ctx.query.get("propagationPolicy").map(str::to_string),
-                ctx.query.get("orphanDependents") == Some("false"),
+                ctx.query.get("orphanDependents").map(query_bool),
             )
         };
     let mut errs = ErrorList::default();
-    if let Some(policy) = &policy
-        && !matches!(policy.as_str(), "Orphan" | "Background" | "Foreground")
+    if orphan.is_some()
+        && let Some(policy) = &policy
     {
+        errs.push(FieldError::invalid(
+            "propagationPolicy",
+            policy.as_str(),
+            "orphanDependents and deletionPropagation cannot be both set",
+        ));
+    }
+    let parsed = policy.as_deref().map(PropagationPolicy::parse);
+    if let (Some(policy), Some(None)) = (&policy, parsed) {
         errs.push(FieldError::not_supported(
             "propagationPolicy",
             policy.as_str(),
@@ -129,5 +139,15 @@ pub(super) async fn delete_options(
     if !errs.is_empty() {
         return Err(Status::invalid("meta.k8s.io", "DeleteOptions", "", errs.to_causes()).into());
     }
-    Ok((pre, !dry_run.is_empty(), cascade))
+    let propagation = Propagation {
+        orphan_dependents: orphan,
+        policy: parsed.flatten(),
+    };
+    Ok((pre, !dry_run.is_empty(), propagation))
+}
+
+/// A boolean query parameter as the apimachinery parameter codec reads it:
+/// `false` (any case) and `0` are false, anything else is true.
+fn query_bool(value: &str) -> bool {
+    !(value == "0" || value.eq_ignore_ascii_case("false"))
 }

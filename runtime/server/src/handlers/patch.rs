@@ -376,14 +376,14 @@ pub(super) async fn delete_collection(ctx: &Ctx<'_>, req: Request) -> ApiResult<
     let mut params = parse_list_params(ctx)?;
     params.limit = 0;
     params.continue_token = None;
-    let (pre, dry_run, _) = delete_options(ctx, req).await?;
+    let (pre, dry_run, propagation) = delete_options(ctx, req).await?;
     let page = ctx.store.list(namespace_scope(ctx), &params).await?;
     let mut items = Vec::with_capacity(page.items.len());
     for obj in &page.items {
         let meta = apiforge_core::scheme::object_meta(obj);
         match ctx
             .store
-            .delete(&meta.namespace, &meta.name, &pre, dry_run)
+            .delete_propagating(&meta.namespace, &meta.name, &pre, dry_run, &propagation)
             .await
         {
             Ok(_) => {}

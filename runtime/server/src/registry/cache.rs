@@ -183,6 +183,21 @@ impl CachedObject {
         decode(version, &bytes).map(Arc::new)
     }
 
+    /// Parses `T` from the object's JSON without decoding the object: from
+    /// its primary encoding (whichever version it is in) when the cache
+    /// holds one, else from the hub form. For readers of version-independent
+    /// parts, like `metadata`.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        let bytes = match &self.repr().form {
+            Form::Decoded(v) => {
+                let v = v.clone();
+                return T::deserialize(&*v).map_err(|e| e.to_string());
+            }
+            Form::Encoded { bytes, .. } => bytes.clone(),
+        };
+        serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+    }
+
     /// The object's JSON encoding in `version`, made by `encode` on first
     /// use and shared afterwards.
     pub fn encoded<E: From<String>>(

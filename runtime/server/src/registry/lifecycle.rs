@@ -9,6 +9,11 @@
 //! * A Namespace also waits for its `spec.finalizers` (the `kubernetes`
 //!   finalizer the namespace controller owns); its DELETE also sets
 //!   `status.phase: Terminating`.
+//! * The garbage-collection options of a DELETE ([`Propagation`]) put the
+//!   `orphan` or `foregroundDeletion` finalizer on the object (the generic
+//!   store's `deletionFinalizersForGarbageCollection`); the garbage
+//!   collector removes them once it has orphaned or deleted the
+//!   dependents.
 
 use std::sync::Arc;
 
@@ -18,6 +23,7 @@ use super::{Store, metadata_mut};
 use crate::admission::{self, Attributes, Operation};
 use crate::error::{ApiError, ApiResult};
 use apiforge_core::meta::{Status, Time};
+use apiforge_core::resource::GarbageCollectionPolicy;
 use apiforge_core::scheme::Object;
 use apiforge_storage::{self as storage, KeyValue, Revision, WriteOutcome};
 
@@ -36,6 +42,135 @@ impl DeleteOutcome {
         match self {
             DeleteOutcome::Removed(v) | DeleteOutcome::Terminating(v) => v,
         }
+    }
+}
+
+/// The finalizer that makes the garbage collector orphan an object's
+/// dependents before the object goes (`metav1.FinalizerOrphanDependents`).
+pub const FINALIZER_ORPHAN: &str = "orphan";
+/// The finalizer that keeps an object until the garbage collector has
+/// deleted its blocking dependents (`metav1.FinalizerDeleteDependents`).
+pub const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
+
+/// `DeleteOptions.propagationPolicy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PropagationPolicy {
+    /// Dependents are orphaned: their owner reference is removed.
+    Orphan,
+    /// The object goes now, dependents after it.
+    Background,
+    /// Dependents go first; the object waits for the blocking ones.
+    Foreground,
+}
+
+impl PropagationPolicy {
+    /// The policy named `value` (`Orphan`, `Background`, `Foreground`).
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "Orphan" => Some(PropagationPolicy::Orphan),
+            "Background" => Some(PropagationPolicy::Background),
+            "Foreground" => Some(PropagationPolicy::Foreground),
+            _ => None,
+        }
+    }
+
+    /// The wire name of the policy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PropagationPolicy::Orphan => "Orphan",
+            PropagationPolicy::Background => "Background",
+            PropagationPolicy::Foreground => "Foreground",
+        }
+    }
+}
+
+/// The garbage-collection options of a DELETE (validated: at most one of
+/// the two is set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Propagation {
+    /// The deprecated `orphanDependents`.
+    pub orphan_dependents: Option<bool>,
+    /// `propagationPolicy`.
+    pub policy: Option<PropagationPolicy>,
+}
+
+impl Propagation {
+    /// Options asking for `policy`.
+    pub fn policy(policy: PropagationPolicy) -> Self {
+        Propagation {
+            orphan_dependents: None,
+            policy: Some(policy),
+        }
+    }
+
+    /// Whether the dependents of `finalizers`' object are to be orphaned
+    /// (the generic store's `shouldOrphanDependents`).
+    fn orphans(&self, default: GarbageCollectionPolicy, finalizers: &[&str]) -> bool {
+        if default == GarbageCollectionPolicy::Unsupported {
+            return false;
+        }
+        if let Some(orphan) = self.orphan_dependents {
+            return orphan;
+        }
+        if let Some(policy) = self.policy {
+            return policy == PropagationPolicy::Orphan;
+        }
+        if finalizers.contains(&FINALIZER_ORPHAN) {
+            return true;
+        }
+        if finalizers.contains(&FINALIZER_FOREGROUND) {
+            return false;
+        }
+        default == GarbageCollectionPolicy::OrphanDependents
+    }
+
+    /// Whether the dependents are to be deleted before the object (the
+    /// generic store's `shouldDeleteDependents`).
+    fn deletes_dependents_first(
+        &self,
+        default: GarbageCollectionPolicy,
+        finalizers: &[&str],
+    ) -> bool {
+        if default == GarbageCollectionPolicy::Unsupported || self.orphan_dependents.is_some() {
+            return false;
+        }
+        if let Some(policy) = self.policy {
+            return policy == PropagationPolicy::Foreground;
+        }
+        finalizers.contains(&FINALIZER_FOREGROUND)
+    }
+
+    /// The object's finalizers after a DELETE with these options, when
+    /// they change (the generic store's
+    /// `deletionFinalizersForGarbageCollection`).
+    pub fn finalizers(
+        &self,
+        default: GarbageCollectionPolicy,
+        finalizers: &[&str],
+    ) -> Option<Vec<String>> {
+        let orphan = self.orphans(default, finalizers);
+        let foreground = self.deletes_dependents_first(default, finalizers);
+        let has_orphan = finalizers.contains(&FINALIZER_ORPHAN);
+        let has_foreground = finalizers.contains(&FINALIZER_FOREGROUND);
+        let mut out: Vec<String> = finalizers.iter().map(|f| f.to_string()).collect();
+        let mut changed = false;
+        if orphan && !has_orphan {
+            out.push(FINALIZER_ORPHAN.into());
+            changed = true;
+        }
+        if foreground && !has_foreground {
+            out.push(FINALIZER_FOREGROUND.into());
+            changed = true;
+        }
+        if !orphan && has_orphan {
+            out.retain(|f| f != FINALIZER_ORPHAN);
+            changed = true;
+        }
+        if !foreground && has_foreground {
+            out.retain(|f| f != FINALIZER_FOREGROUND);
+            changed = true;
+        }
+        changed.then_some(out)
     }
 }
 
@@ -214,23 +349,41 @@ impl Store {
             .is_some_and(|v| !v.is_null())
     }
 
-    /// The finalizer step of a delete: an object with finalizers is marked
-    /// terminating (once) instead of being removed.
+    /// The finalizer step of a delete: the garbage-collection options
+    /// update the deletion finalizers; an object that then has finalizers
+    /// is marked terminating (once) instead of being removed.
     pub(super) async fn graceful_delete(
         &self,
         key: &str,
         current: &KeyValue,
         obj: &Value,
         dry_run: bool,
+        propagation: &Propagation,
     ) -> ApiResult<Graceful> {
-        if !self.has_finalizers(obj) {
+        let existing: Vec<&str> = obj
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let finalizers =
+            propagation.finalizers(self.kind.default_garbage_collection_policy(), &existing);
+        let mut marked = obj.clone();
+        if let Some(finalizers) = &finalizers {
+            let meta = metadata_mut(&mut marked)?;
+            if finalizers.is_empty() {
+                meta.remove("finalizers");
+            } else {
+                meta.insert("finalizers".into(), Value::from(finalizers.clone()));
+            }
+        }
+        if !self.has_finalizers(&marked) {
             return Ok(Graceful::Immediate);
         }
-        if Self::is_deleting(obj) {
-            return Ok(Graceful::Pending(obj.clone()));
+        let deleting = Self::is_deleting(obj);
+        if deleting && finalizers.is_none() {
+            return Ok(Graceful::Pending(marked));
         }
-        let mut marked = obj.clone();
-        {
+        if !deleting {
             let meta = metadata_mut(&mut marked)?;
             meta.insert(
                 "deletionTimestamp".into(),
@@ -242,10 +395,10 @@ impl Store {
             {
                 meta.insert("generation".into(), Value::from(generation + 1));
             }
+            self.kind
+                .on_deletion_requested(&mut marked)
+                .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
         }
-        self.kind
-            .on_deletion_requested(&mut marked)
-            .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
         if dry_run {
             return Ok(Graceful::Pending(marked));
         }
@@ -320,5 +473,87 @@ impl Store {
                 return Ok(Some(written));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod propagation_tests {
+    use super::*;
+
+    fn fins(
+        p: Propagation,
+        default: GarbageCollectionPolicy,
+        existing: &[&str],
+    ) -> Option<Vec<String>> {
+        p.finalizers(default, existing)
+    }
+
+    #[test]
+    fn deletion_finalizers_follow_the_options() {
+        use GarbageCollectionPolicy::*;
+        use PropagationPolicy::*;
+        let none = Propagation::default();
+        // The default policy of every kind we have: background, nothing added.
+        assert_eq!(fins(none, DeleteDependents, &[]), None);
+        assert_eq!(
+            fins(none, OrphanDependents, &[]),
+            Some(vec!["orphan".into()])
+        );
+        assert_eq!(
+            fins(Propagation::policy(Orphan), DeleteDependents, &["x"]),
+            Some(vec!["x".into(), "orphan".into()])
+        );
+        assert_eq!(
+            fins(Propagation::policy(Foreground), DeleteDependents, &[]),
+            Some(vec!["foregroundDeletion".into()])
+        );
+        assert_eq!(
+            fins(Propagation::policy(Background), DeleteDependents, &[]),
+            None
+        );
+        // A second DELETE switches, or keeps what is there.
+        assert_eq!(
+            fins(
+                Propagation::policy(Foreground),
+                DeleteDependents,
+                &["orphan"]
+            ),
+            Some(vec!["foregroundDeletion".into()])
+        );
+        assert_eq!(fins(none, DeleteDependents, &["orphan"]), None);
+        assert_eq!(fins(none, DeleteDependents, &["foregroundDeletion"]), None);
+        assert_eq!(
+            fins(
+                Propagation::policy(Background),
+                DeleteDependents,
+                &["orphan", "x"]
+            ),
+            Some(vec!["x".into()])
+        );
+        // The deprecated orphanDependents.
+        let orphan = |o| Propagation {
+            orphan_dependents: Some(o),
+            policy: None,
+        };
+        assert_eq!(
+            fins(orphan(true), DeleteDependents, &[]),
+            Some(vec!["orphan".into()])
+        );
+        assert_eq!(fins(orphan(false), OrphanDependents, &[]), None);
+        assert_eq!(
+            fins(orphan(false), DeleteDependents, &["foregroundDeletion"]),
+            Some(vec![])
+        );
+        // Kinds without garbage collection ignore the options.
+        assert_eq!(fins(Propagation::policy(Orphan), Unsupported, &[]), None);
+        assert_eq!(
+            fins(Propagation::policy(Orphan), Unsupported, &["orphan"]),
+            Some(vec![])
+        );
+        assert_eq!(PropagationPolicy::parse("Sideways"), None);
+        assert_eq!(
+            PropagationPolicy::parse("Orphan").map(PropagationPolicy::as_str),
+            Some("Orphan")
+        );
     }
 }

@@ -21,7 +21,9 @@ mod subresource_tests;
 mod tests;
 
 pub use cache::{CacheOptions, Caches};
-pub use lifecycle::DeleteOutcome;
+pub use lifecycle::{
+    DeleteOutcome, FINALIZER_FOREGROUND, FINALIZER_ORPHAN, Propagation, PropagationPolicy,
+};
 pub use lookup::{StoreLookup, StoreMap, attach_admission};
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use stores::Stores;
@@ -944,13 +946,29 @@ impl Store {
     }
 
     /// Deletes an object: removes it, or, while finalizers hold it, marks
-    /// it terminating.
+    /// it terminating. The kind's default decides what happens to the
+    /// dependents ([`Store::delete_propagating`] with no options).
     pub async fn delete(
         &self,
         namespace: &str,
         name: &str,
         pre: &Preconditions,
         dry_run: bool,
+    ) -> ApiResult<DeleteOutcome> {
+        self.delete_propagating(namespace, name, pre, dry_run, &Propagation::default())
+            .await
+    }
+
+    /// [`Store::delete`] with the garbage-collection options of the
+    /// DELETE: orphaning or foreground deletion add their finalizer, so
+    /// the object stays (terminating) until the garbage collector is done.
+    pub async fn delete_propagating(
+        &self,
+        namespace: &str,
+        name: &str,
+        pre: &Preconditions,
+        dry_run: bool,
+        propagation: &Propagation,
     ) -> ApiResult<DeleteOutcome> {
         let key = self.key(namespace, name);
         self.admit_delete(namespace, name, dry_run).await?;
@@ -997,7 +1015,10 @@ impl Store {
                 dry_run,
             )
             .await?;
-            match self.graceful_delete(&key, &current, &obj, dry_run).await? {
+            match self
+                .graceful_delete(&key, &current, &obj, dry_run, propagation)
+                .await?
+            {
                 lifecycle::Graceful::Immediate => {}
                 lifecycle::Graceful::Pending(obj) => return Ok(DeleteOutcome::Terminating(obj)),
                 lifecycle::Graceful::Retry => continue,
