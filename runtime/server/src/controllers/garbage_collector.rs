@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 use self::graph::{
     Change, Graph, NodeView, ObjectRef, Observed, OwnerRef, OwnerState, Partial, Verdict, Work,
@@ -258,6 +258,23 @@ impl Queue {
     }
 }
 
+/// Which informers have delivered their initial list.
+#[derive(Default)]
+struct Synced {
+    kinds: Mutex<HashSet<usize>>,
+    /// Notified once every kind is synced.
+    all: Notify,
+}
+
+impl Synced {
+    fn kind_synced(&self, index: usize, of: usize) {
+        let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
+        if kinds.insert(index) && kinds.len() == of {
+            self.all.notify_one();
+        }
+    }
+}
+
 /// One run of the garbage collector (one term of leadership).
 struct GarbageCollector {
     kinds: Arc<Kinds>,
@@ -291,53 +308,39 @@ impl GarbageCollector {
         self.graph.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs until `stop` turns true. The workers start once every
-    /// informer has delivered its initial list (kube's
-    /// `WaitForCacheSync`), so that nothing is orphaned or collected on a
-    /// half-built graph; changes queue up meanwhile.
+    /// Runs until `stop` turns true. The informers apply what they see to
+    /// the graph themselves (no hop through another task per event). The
+    /// workers start once every informer has delivered its initial list
+    /// (kube's `WaitForCacheSync`), so that nothing is orphaned or
+    /// collected on a half-built graph; work queues up meanwhile.
     async fn run(self, mut stop: tokio::sync::watch::Receiver<bool>) {
         tracing::info!(kinds = self.kinds.0.len(), "garbage collector: starting");
-        let (tx, mut rx) = mpsc::unbounded_channel::<Change>();
         let mut tasks = tokio::task::JoinSet::new();
+        let synced = Arc::new(Synced::default());
         for index in 0..self.kinds.0.len() {
-            tasks.spawn(self.clone().inform(index, tx.clone()));
+            tasks.spawn(self.clone().inform(index, synced.clone()));
         }
-        let mut synced: HashSet<(String, String)> = HashSet::new();
-        let mut working = false;
-        loop {
-            tokio::select! {
-                change = rx.recv() => {
-                    let Some(change) = change else { break };
-                    if let Change::Relisted { group, kind, .. } = &change {
-                        synced.insert((group.clone(), kind.clone()));
-                    }
-                    self.apply(change);
-                    if !working && synced.len() >= self.kinds.0.len() {
-                        working = true;
-                        tracing::info!("garbage collector: graph synced; collecting");
-                        self.start_workers(&mut tasks, &tx);
-                    }
-                }
-                _ = stop.wait_for(|stop| *stop) => break,
-            }
+        let synced_now = tokio::select! {
+            () = synced.all.notified() => true,
+            _ = stop.wait_for(|stop| *stop) => false,
+        };
+        if synced_now {
+            tracing::info!("garbage collector: graph synced; collecting");
+            self.start_workers(&mut tasks);
+            let _ = stop.wait_for(|stop| *stop).await;
         }
         tasks.abort_all();
         while tasks.join_next().await.is_some() {}
         tracing::info!("garbage collector: stopped");
     }
 
-    fn start_workers(
-        &self,
-        tasks: &mut tokio::task::JoinSet<()>,
-        tx: &mpsc::UnboundedSender<Change>,
-    ) {
+    fn start_workers(&self, tasks: &mut tokio::task::JoinSet<()>) {
         for _ in 0..DELETE_WORKERS {
             let gc = self.clone();
-            let tx = tx.clone();
             tasks.spawn(async move {
                 loop {
                     let uid = gc.deletes.get().await;
-                    let outcome = gc.attempt_to_delete(&uid, &tx).await;
+                    let outcome = gc.attempt_to_delete(&uid).await;
                     gc.deletes.done(&uid, gc.retry(&uid, "delete", outcome));
                 }
             });
@@ -391,7 +394,7 @@ impl GarbageCollector {
     /// The informer of kind `index`: watches its store (initial events
     /// first, then changes) and sends what it sees; after a watch ends it
     /// watches again and reports the objects that went meanwhile.
-    async fn inform(self, index: usize, tx: mpsc::UnboundedSender<Change>) {
+    async fn inform(self, index: usize, synced: Arc<Synced>) {
         let Some(entry) = self.kinds.0.get(index) else {
             return;
         };
@@ -429,20 +432,16 @@ impl GarbageCollector {
                         } else {
                             Change::Observed(observed)
                         };
-                        if tx.send(change).is_err() {
-                            return;
-                        }
+                        self.apply(change);
                     }
                     WatchEvent::InitialEventsEnd(_) => {
                         if let Some(seen) = initial.take() {
-                            let change = Change::Relisted {
+                            self.apply(Change::Relisted {
                                 group: entry.group.to_string(),
                                 kind: entry.kind.to_string(),
                                 seen,
-                            };
-                            if tx.send(change).is_err() {
-                                return;
-                            }
+                            });
+                            synced.kind_synced(index, self.kinds.0.len());
                         }
                     }
                     WatchEvent::Bookmark(_) => {}
@@ -484,11 +483,7 @@ impl GarbageCollector {
     }
 
     /// kube's `attemptToDeleteItem`.
-    async fn attempt_to_delete(
-        &self,
-        uid: &str,
-        tx: &mpsc::UnboundedSender<Change>,
-    ) -> Result<Outcome, Error> {
+    async fn attempt_to_delete(&self, uid: &str) -> Result<Outcome, Error> {
         let Some(node) = self.graph().node(uid) else {
             return Ok(Outcome::Forget);
         };
@@ -519,7 +514,7 @@ impl GarbageCollector {
         let Some(latest) = self.live(entry, &node.identity).await? else {
             // Absent: a virtual delete removes the node and looks at its
             // dependents.
-            let _ = tx.send(Change::Absent(node.identity.clone()));
+            self.apply(Change::Absent(node.identity.clone()));
             return Ok(Outcome::Forget);
         };
         if node.virtual_
@@ -527,7 +522,7 @@ impl GarbageCollector {
         {
             // An owner only named so far exists: the graph knows it now
             // (its informer reports later changes).
-            let _ = tx.send(Change::Found(found));
+            self.apply(Change::Found(found));
         }
         if node.deleting_dependents {
             return self.finish_foreground(entry, &node).await;
