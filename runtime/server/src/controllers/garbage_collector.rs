@@ -98,6 +98,16 @@ struct KindEntry {
 }
 
 impl KindEntry {
+    /// The namespace `at` lives in for this kind (none when the kind is
+    /// cluster-scoped).
+    fn namespace_of<'a>(&self, at: &'a ObjectRef) -> &'a str {
+        if self.namespaced {
+            at.namespace.as_str()
+        } else {
+            ""
+        }
+    }
+
     fn api_version(&self) -> String {
         let version = self.versions.first().copied().unwrap_or_default();
         if self.group.is_empty() {
@@ -458,12 +468,11 @@ impl GarbageCollector {
     /// Reads the object at `identity` from storage; `None` when it is gone
     /// (or another object has its name).
     async fn live(&self, entry: &KindEntry, identity: &ObjectRef) -> ApiResult<Option<Value>> {
-        let namespace = if entry.namespaced {
-            identity.namespace.as_str()
-        } else {
-            ""
-        };
-        match entry.store.get_live(namespace, &identity.name).await {
+        match entry
+            .store
+            .get_live(entry.namespace_of(identity), &identity.name)
+            .await
+        {
             Ok(obj) => {
                 let uid = obj.pointer("/metadata/uid").and_then(Value::as_str);
                 Ok((uid == Some(identity.uid.as_str())).then_some(obj))
@@ -629,11 +638,7 @@ impl GarbageCollector {
             report_invalid_namespace(dependent, owner);
             return Ok(None);
         }
-        let namespace = if entry.namespaced {
-            dependent.namespace.clone()
-        } else {
-            String::new()
-        };
+        let namespace = entry.namespace_of(dependent).to_string();
         let at = ObjectRef {
             api_version: owner.api_version.clone(),
             kind: owner.kind.clone(),
@@ -700,6 +705,29 @@ impl GarbageCollector {
         Ok(Outcome::Forget)
     }
 
+    /// Edits the metadata of the object at `at`, if it is still the same
+    /// object (same uid); `edit` says whether it changed anything (only
+    /// then is it written).
+    async fn edit_metadata(
+        &self,
+        entry: &KindEntry,
+        at: &ObjectRef,
+        mut edit: impl FnMut(&mut serde_json::Map<String, Value>) -> bool + Send,
+    ) -> ApiResult<()> {
+        entry
+            .store
+            .update_internal(entry.namespace_of(at), &at.name, |obj| {
+                if obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(at.uid.as_str()) {
+                    return false;
+                }
+                obj.get_mut("metadata")
+                    .and_then(Value::as_object_mut)
+                    .is_some_and(&mut edit)
+            })
+            .await?;
+        Ok(())
+    }
+
     /// Edits the owner references of the object at `at` (if it is still
     /// the same object), writing only when they changed.
     async fn change_owner_refs(
@@ -708,37 +736,23 @@ impl GarbageCollector {
         at: &ObjectRef,
         mut edit: impl FnMut(&mut Vec<Value>) + Send,
     ) -> ApiResult<()> {
-        let namespace = if entry.namespaced {
-            at.namespace.as_str()
-        } else {
-            ""
-        };
-        entry
-            .store
-            .update_internal(namespace, &at.name, |obj| {
-                if obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(at.uid.as_str()) {
-                    return false;
-                }
-                let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-                    return false;
-                };
-                let Some(refs) = meta.get("ownerReferences").and_then(Value::as_array) else {
-                    return false;
-                };
-                let mut edited = refs.clone();
-                edit(&mut edited);
-                if &edited == refs {
-                    return false;
-                }
-                if edited.is_empty() {
-                    meta.remove("ownerReferences");
-                } else {
-                    meta.insert("ownerReferences".into(), Value::Array(edited));
-                }
-                true
-            })
-            .await?;
-        Ok(())
+        self.edit_metadata(entry, at, |meta| {
+            let Some(refs) = meta.get("ownerReferences").and_then(Value::as_array) else {
+                return false;
+            };
+            let mut edited = refs.clone();
+            edit(&mut edited);
+            if &edited == refs {
+                return false;
+            }
+            if edited.is_empty() {
+                meta.remove("ownerReferences");
+            } else {
+                meta.insert("ownerReferences".into(), Value::Array(edited));
+            }
+            true
+        })
+        .await
     }
 
     /// Removes `finalizer` from the object at `at` (which then goes when
@@ -749,35 +763,21 @@ impl GarbageCollector {
         at: &ObjectRef,
         finalizer: &str,
     ) -> ApiResult<()> {
-        let namespace = if entry.namespaced {
-            at.namespace.as_str()
-        } else {
-            ""
-        };
-        entry
-            .store
-            .update_internal(namespace, &at.name, |obj| {
-                if obj.pointer("/metadata/uid").and_then(Value::as_str) != Some(at.uid.as_str()) {
-                    return false;
-                }
-                let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-                    return false;
-                };
-                let Some(list) = meta.get_mut("finalizers").and_then(Value::as_array_mut) else {
-                    return false;
-                };
-                let before = list.len();
-                list.retain(|f| f.as_str() != Some(finalizer));
-                if list.len() == before {
-                    return false;
-                }
-                if list.is_empty() {
-                    meta.remove("finalizers");
-                }
-                true
-            })
-            .await?;
-        Ok(())
+        self.edit_metadata(entry, at, |meta| {
+            let Some(list) = meta.get_mut("finalizers").and_then(Value::as_array_mut) else {
+                return false;
+            };
+            let before = list.len();
+            list.retain(|f| f.as_str() != Some(finalizer));
+            if list.len() == before {
+                return false;
+            }
+            if list.is_empty() {
+                meta.remove("finalizers");
+            }
+            true
+        })
+        .await
     }
 }
 

@@ -60,18 +60,28 @@ pub(super) async fn parse_config(body: &[u8]) -> ApiResult<Value> {
     }
 }
 
-/// Serves an apply patch (PatchOptions already validated).
-pub(super) async fn apply(
+/// Who applies (`fieldManager`, required by the PatchOptions checks) and
+/// whether they force.
+pub(super) struct Applier {
+    /// The manager.
+    pub(super) manager: String,
+    /// `force=true`.
+    pub(super) force: bool,
+}
+
+/// Reads an apply request's configuration: parsed, of `api_version` and
+/// `kind` (else kube-apiserver's version-check 400), without
+/// `managedFields` (400); with the applier from the query.
+pub(super) async fn read_config(
     ctx: &Ctx<'_>,
     body: &[u8],
-    dry_run: bool,
-    validation: FieldValidation,
-) -> ApiResult<Response> {
+    api_version: &str,
+    kind: &str,
+) -> ApiResult<(Value, Applier)> {
     let config = parse_config(body).await?;
-    let api_version = ctx.info.api_version();
     let sent_version = config.get("apiVersion").and_then(Value::as_str);
     let sent_kind = config.get("kind").and_then(Value::as_str);
-    if sent_version != Some(api_version.as_str()) || sent_kind != Some(ctx.info.kind) {
+    if sent_version != Some(api_version) || sent_kind != Some(kind) {
         return Err(Status::bad_request(format!(
             "invalid object type: {}",
             gvk_text(
@@ -82,18 +92,56 @@ pub(super) async fn apply(
         .into());
     }
     if config
-        .get("metadata")
-        .and_then(|m| m.get("managedFields"))
+        .pointer("/metadata/managedFields")
         .is_some_and(|m| !m.is_null())
     {
         return Err(Status::bad_request("metadata.managedFields must be nil").into());
     }
-    let manager = ctx
-        .query
-        .get("fieldManager")
-        .unwrap_or_default()
-        .to_string();
-    let force = matches!(ctx.query.get("force"), Some("true" | "1" | "True"));
+    let applier = Applier {
+        manager: ctx
+            .query
+            .get("fieldManager")
+            .unwrap_or_default()
+            .to_string(),
+        force: matches!(ctx.query.get("force"), Some("true" | "1" | "True")),
+    };
+    Ok((config, applier))
+}
+
+/// The answer to an apply the ownership rules refused: 409 for conflicts,
+/// else upstream's typed-conversion error (a 500 naming the object).
+pub(super) fn apply_error(
+    ctx: &Ctx<'_>,
+    api_version: &str,
+    kind: &str,
+    e: ManagedError,
+) -> ApiError {
+    match e {
+        ManagedError::Conflicts(c) => managed_fields::conflict_status(&c).into(),
+        other => Status::failure(
+            500,
+            "",
+            format!(
+                "failed to create typed patch object ({}/{}; {}): {other}",
+                ctx.ri.namespace,
+                ctx.ri.name,
+                gvk_text(api_version, kind)
+            ),
+        )
+        .into(),
+    }
+}
+
+/// Serves an apply patch (PatchOptions already validated).
+pub(super) async fn apply(
+    ctx: &Ctx<'_>,
+    body: &[u8],
+    dry_run: bool,
+    validation: FieldValidation,
+) -> ApiResult<Response> {
+    let api_version = ctx.info.api_version();
+    let (config, Applier { manager, force }) =
+        read_config(ctx, body, &api_version, ctx.info.kind).await?;
     let pinned = config
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
@@ -101,7 +149,7 @@ pub(super) async fn apply(
     let kind = ctx.store.kind();
     let versions = KindVersions(kind);
     let fm = managed_fields::field_manager(ctx, &versions);
-    let schema = versions_schema(ctx);
+    let schema = super::patch::schema(ctx);
 
     let mut attempt = 0;
     loop {
@@ -124,13 +172,7 @@ pub(super) async fn apply(
         };
         let start = managed::decode(live.get("metadata").and_then(|m| m.get("managedFields")))
             .unwrap_or_default();
-        let mut live_clean = live.clone();
-        if let Some(meta) = live_clean
-            .get_mut("metadata")
-            .and_then(Value::as_object_mut)
-        {
-            meta.remove("managedFields");
-        }
+        let live_clean = managed_fields::without_managed(&live);
         let outcome = match fm.apply(&live_clean, &config, start.clone(), &manager, force) {
             Err(ManagedError::Conflicts(conflicts)) if manager == managed::KUBECTL_MANAGER => {
                 // Upgrading from client-side apply: fields the
@@ -153,24 +195,8 @@ pub(super) async fn apply(
             }
             other => other,
         };
-        let (merged, owners) = match outcome {
-            Ok(o) => o,
-            Err(ManagedError::Conflicts(c)) => {
-                return Err(managed_fields::conflict_status(&c).into());
-            }
-            Err(e) => {
-                return Err(Status::failure(
-                    500,
-                    "",
-                    format!(
-                        "failed to create typed patch object ({}; {}): {e}",
-                        object_ref(ctx),
-                        gvk_text(&api_version, ctx.info.kind)
-                    ),
-                )
-                .into());
-            }
-        };
+        let (merged, owners) =
+            outcome.map_err(|e| apply_error(ctx, &api_version, ctx.info.kind, e))?;
         let mut new = merged.unwrap_or_else(|| live_clean.clone());
         managed_fields::set_managed(&mut new, managed::encode(&owners));
         if manager == managed::KUBECTL_MANAGER {
@@ -219,18 +245,6 @@ pub(super) async fn apply(
 fn retryable(e: &ApiError, updating: bool, pinned: bool) -> bool {
     (updating && !pinned && e.code() == 409 && e.0.reason == "Conflict")
         || (!updating && e.code() == 409 && e.0.reason == "AlreadyExists")
-}
-
-fn versions_schema(ctx: &Ctx<'_>) -> std::sync::Arc<crate::patch::KindSchema> {
-    match ctx.store.kind().version(ctx.info.version) {
-        Some(ops) => crate::patch::KindSchema::cached(ops),
-        None => std::sync::Arc::new(crate::patch::KindSchema::unknown()),
-    }
-}
-
-/// `namespace/name` as upstream prints an object in apply errors.
-fn object_ref(ctx: &Ctx<'_>) -> String {
-    format!("{}/{}", ctx.ri.namespace, ctx.ri.name)
 }
 
 /// After an apply by `kubectl`, an object that has the client-side

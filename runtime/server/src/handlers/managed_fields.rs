@@ -111,7 +111,8 @@ fn managed_of(obj: &Value) -> Option<&Value> {
     obj.get("metadata")?.get("managedFields")
 }
 
-fn without_managed(obj: &Value) -> Value {
+/// A copy of `obj` without `metadata.managedFields`.
+pub(super) fn without_managed(obj: &Value) -> Value {
     let mut out = obj.clone();
     if let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
@@ -248,4 +249,24 @@ pub(super) fn hub_transform<'c>(
         set_managed(new, entries);
         Ok(())
     }
+}
+
+/// Writes `hub` as an update through the request's (sub)resource, with the
+/// write recorded for the request's manager.
+pub(super) async fn recorded_update(
+    ctx: &Ctx<'_>,
+    hub: Value,
+    dry_run: bool,
+) -> ApiResult<(Value, bool)> {
+    let manager = manager_name(ctx);
+    let transform = hub_transform(ctx, &manager);
+    ctx.writer()
+        .update_with(
+            &ctx.ri.namespace,
+            &ctx.ri.name,
+            hub,
+            dry_run,
+            Some(&transform),
+        )
+        .await
 }

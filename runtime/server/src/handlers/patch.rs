@@ -68,7 +68,8 @@ pub(super) fn field_validation(ctx: &Ctx<'_>, options_kind: &str) -> ApiResult<F
     }
 }
 
-fn schema(ctx: &Ctx<'_>) -> std::sync::Arc<KindSchema> {
+/// The cached schema of the request's kind and version.
+pub(super) fn schema(ctx: &Ctx<'_>) -> std::sync::Arc<KindSchema> {
     match ctx.store.kind().version(ctx.info.version) {
         Some(ops) => KindSchema::cached(ops),
         None => std::sync::Arc::new(KindSchema::unknown()),
@@ -277,8 +278,6 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
     if patch_type == PatchType::Apply {
         return super::apply::apply(ctx, &body, dry_run, validation).await;
     }
-    let manager = managed_fields::manager_name(ctx);
-    let transform = managed_fields::hub_transform(ctx, &manager);
     let schema = schema(ctx);
     let root = schema.root();
     let kind = ctx.store.kind();
@@ -339,17 +338,7 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
             ));
         }
         let patched_rv = apiforge_core::scheme::object_meta(&hub).resource_version;
-        match ctx
-            .writer()
-            .update_with(
-                &ctx.ri.namespace,
-                &ctx.ri.name,
-                hub,
-                dry_run,
-                Some(&transform),
-            )
-            .await
-        {
+        match managed_fields::recorded_update(ctx, hub, dry_run).await {
             Ok((obj, _)) => {
                 if validation == FieldValidation::Warn {
                     warn(issues);

@@ -24,7 +24,7 @@ use super::negotiation::{self, Allowed, Format, Target};
 use super::{Ctx, managed_fields, patch as patching, protobuf, table};
 use crate::error::{ApiError, ApiResult};
 use crate::patch::fieldpath::{Path, Set};
-use crate::patch::managed::{self, FieldManager, Managed, ManagedError, VersionedSet, Versions};
+use crate::patch::managed::{self, FieldManager, Managed, VersionedSet, Versions};
 use crate::patch::{self, FieldValidation, KindSchema, PatchType, fields};
 use crate::registry::{Store, UpdateTransform};
 use crate::request::RequestInfo;
@@ -397,34 +397,12 @@ fn dotted(path: &str) -> Path {
 /// the object, whose replicas field the applier then owns (an `Apply`
 /// entry with subresource `scale`).
 async fn apply_scale(ctx: &Ctx<'_>, body: &[u8], dry_run: bool) -> ApiResult<Response> {
-    let config = super::apply::parse_config(body).await?;
-    let sent = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default();
-    if sent("apiVersion") != scale_api_version() || sent("kind") != "Scale" {
-        let (group, version) = sent("apiVersion")
-            .rsplit_once('/')
-            .unwrap_or(("", sent("apiVersion")));
-        return Err(Status::bad_request(format!(
-            "invalid object type: {group}/{version}, Kind={}",
-            sent("kind")
-        ))
-        .into());
-    }
-    if config
-        .pointer("/metadata/managedFields")
-        .is_some_and(|m| !m.is_null())
-    {
-        return Err(Status::bad_request("metadata.managedFields must be nil").into());
-    }
-    let manager = ctx
-        .query
-        .get("fieldManager")
-        .unwrap_or_default()
-        .to_string();
-    let force = matches!(ctx.query.get("force"), Some("true" | "1" | "True"));
+    let scale_version = scale_api_version();
+    let (config, super::apply::Applier { manager, force }) =
+        super::apply::read_config(ctx, body, &scale_version, "Scale").await?;
     let replicas_path = dotted(scale_paths(ctx)?.spec_replicas_path);
     let replicas_set = Set::from_paths([replicas_path.clone()]);
     let scale_replicas = Path::fields(&["spec", "replicas"]);
-    let scale_version = scale_api_version();
     let fm = FieldManager {
         versions: &ScaleVersions,
         api_version: scale_version.clone(),
@@ -456,24 +434,9 @@ async fn apply_scale(ctx: &Ctx<'_>, body: &[u8], dry_run: bool) -> ApiResult<Res
         }
         let live_scale = serde_json::to_value(scale_of(ctx, &current)?)
             .map_err(|e| Status::internal(e.to_string()))?;
-        let (merged, scale_owners) =
-            match fm.apply(&live_scale, &config, scale_owners, &manager, force) {
-                Ok(done) => done,
-                Err(ManagedError::Conflicts(c)) => {
-                    return Err(managed_fields::conflict_status(&c).into());
-                }
-                Err(e) => {
-                    return Err(Status::failure(
-                        500,
-                        "",
-                        format!(
-                            "failed to create typed patch object ({}/{}; {}, Kind=Scale): {e}",
-                            ctx.ri.namespace, ctx.ri.name, scale_version
-                        ),
-                    )
-                    .into());
-                }
-            };
+        let (merged, scale_owners) = fm
+            .apply(&live_scale, &config, scale_owners, &manager, force)
+            .map_err(|e| super::apply::apply_error(ctx, &scale_version, "Scale", e))?;
         // Back onto the object: the replicas field is owned by whoever
         // owns the Scale's spec.replicas now.
         let mut new_owners = owners.clone();
