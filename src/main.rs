@@ -2,7 +2,9 @@
 //!
 //! `apiforge serve` runs the API server (flags follow kube-apiserver's);
 //! `apiforge openapi --out DIR` writes the generated OpenAPI documents
-//! (`DIR/swagger.json` and `DIR/v3/*.json`, as Kubernetes' `api/openapi-spec`).
+//! (`DIR/swagger.json` and `DIR/v3/*.json`, as Kubernetes' `api/openapi-spec`);
+//! `apiforge crd [GROUP] [--as-group NAME]` prints the CustomResourceDefinitions
+//! of the groups declared with the macros.
 
 mod admission;
 mod options;
@@ -57,7 +59,35 @@ fn main() -> anyhow::Result<()> {
             serve(*opts)
         }
         options::Command::Openapi(opts) => write_openapi(&opts.out),
+        options::Command::Crd(opts) => print_definitions(&opts),
     }
+}
+
+/// Prints the CustomResourceDefinitions of the groups declared with the
+/// macros (the built-in groups are kube-apiserver's own), one JSON
+/// document each, separated as a YAML stream.
+fn print_definitions(opts: &options::CrdOptions) -> anyhow::Result<()> {
+    let scheme = apiforge_apis::scheme();
+    let groups: Vec<_> = scheme
+        .groups()
+        .iter()
+        .filter(|g| opts.group.as_deref().is_none_or(|name| g.name == name))
+        .collect();
+    if groups.is_empty() {
+        anyhow::bail!(
+            "no group {:?}; the groups are: {}",
+            opts.group.as_deref().unwrap_or_default(),
+            scheme.groups().iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
+        );
+    }
+    for group in groups {
+        for definition in
+            apiforge_runtime::scheme::definition::definitions_of(group, opts.as_group.as_deref())
+        {
+            println!("---\n{}", serde_json::to_string_pretty(&definition)?);
+        }
+    }
+    Ok(())
 }
 
 fn serve(opts: options::ServeOptions) -> anyhow::Result<()> {

@@ -22,6 +22,19 @@ pub(crate) enum Command {
     Serve(Box<ServeOptions>),
     /// Write the OpenAPI v2 and v3 documents of the compiled-in groups.
     Openapi(OpenapiOptions),
+    /// Print the CustomResourceDefinitions of the compiled-in kinds (for
+    /// `kubectl apply -f -` into any cluster).
+    Crd(CrdOptions),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CrdOptions {
+    /// Only this group's kinds (all groups declared with the macros when unset).
+    pub(crate) group: Option<String>,
+    /// Serve the definitions under this group name instead of their own
+    /// (to install them beside the compiled-in group).
+    #[arg(long)]
+    pub(crate) as_group: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@ mod common;
 use common::raw;
 
 const READYZ_VERBOSE: &str = "[+]ping ok\n[+]log ok\n[+]embedded-store ok\n\
-[+]poststarthook/bootstrap-system-namespaces ok\n[+]poststarthook/rbac/bootstrap-roles ok\n[+]poststarthook/start-kube-apiserver-identity-lease-controller ok\n[+]poststarthook/start-namespace-controller ok\n[+]poststarthook/priority-and-fairness-config-producer ok\n\
+[+]poststarthook/bootstrap-system-namespaces ok\n[+]poststarthook/rbac/bootstrap-roles ok\n[+]poststarthook/start-kube-apiserver-identity-lease-controller ok\n[+]poststarthook/start-apiextensions-controllers ok\n[+]poststarthook/start-namespace-controller ok\n[+]poststarthook/priority-and-fairness-config-producer ok\n\
 [+]shutdown ok\nreadyz check passed\n";
 
 #[tokio::test]
@@ -30,7 +30,7 @@ async fn health_endpoints_list_named_checks() {
     assert_eq!(
         resp.text(),
         "[+]ping ok\n[+]log ok\n[+]embedded-store ok\n\
-[+]poststarthook/bootstrap-system-namespaces ok\n[+]poststarthook/rbac/bootstrap-roles ok\n[+]poststarthook/start-kube-apiserver-identity-lease-controller ok\n[+]poststarthook/start-namespace-controller ok\n[+]poststarthook/priority-and-fairness-config-producer ok\n\
+[+]poststarthook/bootstrap-system-namespaces ok\n[+]poststarthook/rbac/bootstrap-roles ok\n[+]poststarthook/start-kube-apiserver-identity-lease-controller ok\n[+]poststarthook/start-apiextensions-controllers ok\n[+]poststarthook/start-namespace-controller ok\n[+]poststarthook/priority-and-fairness-config-producer ok\n\
 livez check passed\n"
     );
 

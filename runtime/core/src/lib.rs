@@ -33,6 +33,8 @@
 // The built-in kinds' generated code names `::apiforge_runtime::codegen::v1`.
 extern crate self as apiforge_runtime;
 
+/// Structural schemas of custom resources: pruning, defaulting, validation.
+pub mod apiextensions;
 pub mod builtin;
 pub mod bundle;
 pub mod cel;

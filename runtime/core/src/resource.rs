@@ -47,6 +47,19 @@ pub struct PrinterColumn {
     pub format: &'static str,
 }
 
+impl PrinterColumn {
+    /// The `Name` column every Table starts with (upstream's definition,
+    /// its description from ObjectMeta's `name`).
+    pub const NAME: PrinterColumn = PrinterColumn {
+        name: "Name",
+        type_: "string",
+        json_path: ".metadata.name",
+        priority: 0,
+        description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+        format: "name",
+    };
+}
+
 /// The scale subresource of a kind (`#[resource(subresource_scale(...))]`),
 /// as in a CRD's `subresources.scale`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

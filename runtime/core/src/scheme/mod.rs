@@ -18,6 +18,8 @@ use crate::meta::ObjectMeta;
 use crate::resource::{KindInfo, Resource, Strategy};
 use crate::validation::ErrorList;
 
+pub mod custom;
+pub mod definition;
 mod object;
 pub use object::{Object, typed_decodes};
 
@@ -47,21 +49,35 @@ pub enum DecodeError {
     Invalid(String),
 }
 
-/// Encodes a typed hub object for storage: the bytes, and the hub object
-/// they read back as.
-type StoreObject = fn(&Object) -> Result<(Vec<u8>, Object), DecodeError>;
+/// The codec of one served version: how bodies of this version become hub
+/// objects and back. Compiled-in kinds get it from [`KindBuilder::version`]
+/// (their Rust types); a schema-driven kind (a custom resource) implements
+/// it over JSON.
+pub trait VersionCodec: Send + Sync {
+    /// Decodes a request body of this version into the hub's JSON form
+    /// (defaulted).
+    fn decode(&self, body: Value) -> Result<Value, DecodeError>;
+    /// Encodes a hub object given as JSON in this version (with
+    /// `apiVersion` and `kind`).
+    fn encode(&self, hub: &Value) -> Result<Value, DecodeError>;
+    /// Decodes a request body of this version into a typed hub object
+    /// (defaulted): the request's one typed decode.
+    fn decode_object(&self, body: Value) -> Result<Object, DecodeError>;
+    /// Encodes a typed hub object in this version.
+    fn encode_object(&self, hub: &Object) -> Result<Value, DecodeError>;
+    /// Encodes a hub object for storage in this version (no
+    /// resourceVersion): the bytes, and the hub object they read back as.
+    fn store_object(&self, hub: &Object) -> Result<(Vec<u8>, Object), DecodeError>;
+    /// The OpenAPI schema of this version.
+    fn schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
+}
 
 /// Operations of one served version of a kind.
 #[derive(Clone)]
 pub struct VersionOps {
     /// The version's static facts.
     pub info: &'static KindInfo,
-    decode: fn(Value) -> Result<Value, DecodeError>,
-    encode: fn(&Value) -> Result<Value, DecodeError>,
-    decode_object: fn(Value) -> Result<Object, DecodeError>,
-    encode_object: fn(&Object) -> Result<Value, DecodeError>,
-    store_object: StoreObject,
-    schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    codec: Arc<dyn VersionCodec>,
     protobuf: Option<ProtobufOps>,
 }
 
@@ -83,6 +99,21 @@ pub struct ProtobufOps {
 }
 
 impl VersionOps {
+    /// A version served by `codec` (a schema-driven kind's version; the
+    /// compiled-in kinds' versions come from [`KindBuilder::version`]).
+    pub fn new(info: &'static KindInfo, codec: Arc<dyn VersionCodec>) -> Self {
+        VersionOps {
+            info,
+            codec,
+            protobuf: None,
+        }
+    }
+
+    /// The version's codec.
+    pub fn codec(&self) -> &dyn VersionCodec {
+        &*self.codec
+    }
+
     /// The protobuf codec of this version, if the kind supports protobuf.
     pub fn protobuf(&self) -> Option<&ProtobufOps> {
         self.protobuf.as_ref()
@@ -100,7 +131,35 @@ impl VersionOps {
 
     /// The OpenAPI schema of this version.
     pub fn schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        (self.schema)(generator)
+        self.codec.schema(generator)
+    }
+}
+
+/// The codec of a compiled-in version `V` of hub `H`.
+struct TypedVersion<V, H>(std::marker::PhantomData<fn() -> (V, H)>);
+
+impl<V, H> VersionCodec for TypedVersion<V, H>
+where
+    V: Strategy + Convert<H>,
+    H: Resource,
+{
+    fn decode(&self, body: Value) -> Result<Value, DecodeError> {
+        decode_version::<V, H>(body)
+    }
+    fn encode(&self, hub: &Value) -> Result<Value, DecodeError> {
+        encode_version::<V, H>(hub)
+    }
+    fn decode_object(&self, body: Value) -> Result<Object, DecodeError> {
+        decode_version_object::<V, H>(body)
+    }
+    fn encode_object(&self, hub: &Object) -> Result<Value, DecodeError> {
+        encode_version_object::<V, H>(hub)
+    }
+    fn store_object(&self, hub: &Object) -> Result<(Vec<u8>, Object), DecodeError> {
+        store_version_object::<V, H>(hub)
+    }
+    fn schema(&self, generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schema_of::<V>(generator)
     }
 }
 
@@ -192,64 +251,111 @@ fn schema_of<V: Resource>(generator: &mut schemars::SchemaGenerator) -> schemars
     schema
 }
 
-type HubValidateUpdate = fn(&Value, &Value) -> Result<ErrorList, DecodeError>;
-type HubPrepare = fn(&mut Value) -> Result<(), DecodeError>;
-type HubPrepareUpdate = fn(&mut Value, &Value) -> Result<(), DecodeError>;
-type HubWarningsUpdate = fn(&Value, &Value) -> Result<Vec<String>, DecodeError>;
+/// The strategy of a kind on its hub objects, type-erased: what the
+/// registry runs around a write. Compiled-in kinds get it from their
+/// [`Strategy`] ([`KindBuilder`]); a schema-driven kind implements it over
+/// JSON.
+pub trait KindHooks: Send + Sync {
+    /// Reads a hub object given as JSON into an [`Object`].
+    fn hub_object(&self, hub: &Value) -> Result<Object, DecodeError>;
+    /// [`Strategy::reset_status_on_create`].
+    fn reset_status_on_create(&self, hub: &mut Object) -> Result<(), DecodeError>;
+    /// [`Strategy::prepare_for_create`], then [`Strategy::canonicalize`].
+    fn prepare_for_create(&self, hub: &mut Object) -> Result<(), DecodeError>;
+    /// [`Strategy::validate_create`].
+    fn validate_create(&self, hub: &Object) -> Result<ErrorList, DecodeError>;
+    /// [`Strategy::warnings_on_create`].
+    fn warnings_on_create(&self, hub: &Object) -> Result<Vec<String>, DecodeError>;
+    /// [`Strategy::validate_update`].
+    fn validate_update(&self, hub: &Value, old: &Value) -> Result<ErrorList, DecodeError>;
+    /// [`Strategy::prepare_for_update`], then [`Strategy::canonicalize`].
+    fn prepare_for_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError>;
+    /// [`Strategy::canonicalize`].
+    fn canonicalize(&self, hub: &mut Value) -> Result<(), DecodeError>;
+    /// [`Strategy::warnings_on_update`].
+    fn warnings_on_update(&self, hub: &Value, old: &Value) -> Result<Vec<String>, DecodeError>;
+    /// [`Strategy::prepare_status_update`].
+    fn prepare_status_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError>;
+    /// [`Strategy::finalizers_pending`].
+    fn finalizers_pending(&self, hub: &Value) -> Result<bool, DecodeError>;
+    /// [`Strategy::on_deletion_requested`].
+    fn on_deletion_requested(&self, hub: &mut Value) -> Result<(), DecodeError>;
+}
+
+/// The static facts of a kind's strategy (what [`Strategy`] answers
+/// without an object).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KindFacts {
+    /// [`Strategy::allow_create_on_update`].
+    pub allow_create_on_update: bool,
+    /// [`Strategy::allow_unconditional_update`].
+    pub allow_unconditional_update: bool,
+    /// [`Strategy::bump_generation_on_spec_change`].
+    pub bump_generation: bool,
+    /// [`Strategy::table_printer`].
+    pub table_printer: Option<&'static crate::resource::TablePrinter>,
+    /// [`Strategy::default_garbage_collection_policy`].
+    pub gc_policy: crate::resource::GarbageCollectionPolicy,
+    /// Whether strategic merge patches apply (compiled-in kinds; custom
+    /// resources have no patch strategies and refuse them, as upstream).
+    pub strategic_merge_patch: bool,
+}
 
 /// A kind with all its versions, type-erased.
 #[derive(Clone)]
 pub struct Kind {
     versions: Vec<VersionOps>,
     storage_version: &'static str,
-    validate_update: HubValidateUpdate,
-    prepare_for_update: HubPrepareUpdate,
-    allow_create_on_update: bool,
-    allow_unconditional_update: bool,
-    canonicalize: HubPrepare,
-    warnings_on_update: HubWarningsUpdate,
-    bump_generation: bool,
-    prepare_status_update: HubPrepareUpdate,
-    table_printer: Option<&'static crate::resource::TablePrinter>,
-    finalizers_pending: fn(&Value) -> Result<bool, DecodeError>,
-    on_deletion_requested: HubPrepare,
-    gc_policy: crate::resource::GarbageCollectionPolicy,
-    objects: ObjectOps,
+    hooks: Arc<dyn KindHooks>,
+    facts: KindFacts,
 }
 
-/// The strategy's create hooks on a typed [`Object`] of the hub type (the
-/// JSON forms of [`Kind`] run through them too).
-#[derive(Clone, Copy)]
-struct ObjectOps {
-    from_hub: fn(&Value) -> Result<Object, DecodeError>,
-    reset_status: fn(&mut Object) -> Result<(), DecodeError>,
-    prepare_for_create: fn(&mut Object) -> Result<(), DecodeError>,
-    validate_create: fn(&Object) -> Result<ErrorList, DecodeError>,
-    warnings_on_create: fn(&Object) -> Result<Vec<String>, DecodeError>,
-}
+/// The strategy of hub type `H`, as [`KindHooks`].
+struct TypedHooks<H>(std::marker::PhantomData<fn() -> H>);
 
-impl ObjectOps {
-    fn of<H: Strategy>() -> Self {
-        ObjectOps {
-            from_hub: |v| {
-                object::count_decode();
-                H::deserialize(v)
-                    .map(Object::new)
-                    .map_err(|e| DecodeError::Invalid(e.to_string()))
-            },
-            reset_status: |o| {
-                o.hub_mut::<H>()?.reset_status_on_create();
-                Ok(())
-            },
-            prepare_for_create: |o| {
-                let h = o.hub_mut::<H>()?;
-                h.prepare_for_create();
-                h.canonicalize();
-                Ok(())
-            },
-            validate_create: |o| Ok(o.hub::<H>()?.validate_create()),
-            warnings_on_create: |o| Ok(o.hub::<H>()?.warnings_on_create()),
-        }
+impl<H: Strategy> KindHooks for TypedHooks<H> {
+    fn hub_object(&self, hub: &Value) -> Result<Object, DecodeError> {
+        object::count_decode();
+        H::deserialize(hub)
+            .map(Object::new)
+            .map_err(|e| DecodeError::Invalid(e.to_string()))
+    }
+    fn reset_status_on_create(&self, hub: &mut Object) -> Result<(), DecodeError> {
+        hub.hub_mut::<H>()?.reset_status_on_create();
+        Ok(())
+    }
+    fn prepare_for_create(&self, hub: &mut Object) -> Result<(), DecodeError> {
+        let h = hub.hub_mut::<H>()?;
+        h.prepare_for_create();
+        h.canonicalize();
+        Ok(())
+    }
+    fn validate_create(&self, hub: &Object) -> Result<ErrorList, DecodeError> {
+        Ok(hub.hub::<H>()?.validate_create())
+    }
+    fn warnings_on_create(&self, hub: &Object) -> Result<Vec<String>, DecodeError> {
+        Ok(hub.hub::<H>()?.warnings_on_create())
+    }
+    fn validate_update(&self, hub: &Value, old: &Value) -> Result<ErrorList, DecodeError> {
+        hub_validate_update::<H>(hub, old)
+    }
+    fn prepare_for_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
+        hub_prepare_update::<H>(hub, old)
+    }
+    fn canonicalize(&self, hub: &mut Value) -> Result<(), DecodeError> {
+        hub_canonicalize::<H>(hub)
+    }
+    fn warnings_on_update(&self, hub: &Value, old: &Value) -> Result<Vec<String>, DecodeError> {
+        hub_warnings_update::<H>(hub, old)
+    }
+    fn prepare_status_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
+        hub_prepare_status_update::<H>(hub, old)
+    }
+    fn finalizers_pending(&self, hub: &Value) -> Result<bool, DecodeError> {
+        hub_finalizers_pending::<H>(hub)
+    }
+    fn on_deletion_requested(&self, hub: &mut Value) -> Result<(), DecodeError> {
+        hub_on_deletion_requested::<H>(hub)
     }
 }
 
@@ -337,16 +443,10 @@ impl<H: Strategy> KindBuilder<H> {
 
     /// Adds a served version `V` (convertible to and from the hub).
     pub fn version<V: Strategy + Convert<H>>(mut self) -> Self {
-        self.versions.push(VersionOps {
-            info: &V::INFO,
-            decode: decode_version::<V, H>,
-            encode: encode_version::<V, H>,
-            decode_object: decode_version_object::<V, H>,
-            encode_object: encode_version_object::<V, H>,
-            store_object: store_version_object::<V, H>,
-            schema: schema_of::<V>,
-            protobuf: None,
-        });
+        self.versions.push(VersionOps::new(
+            &V::INFO,
+            Arc::new(TypedVersion::<V, H>(std::marker::PhantomData)),
+        ));
         self
     }
 
@@ -378,24 +478,37 @@ impl<H: Strategy> KindBuilder<H> {
         Kind {
             versions: self.versions,
             storage_version,
-            validate_update: hub_validate_update::<H>,
-            prepare_for_update: hub_prepare_update::<H>,
-            allow_create_on_update: H::allow_create_on_update(),
-            allow_unconditional_update: H::allow_unconditional_update(),
-            canonicalize: hub_canonicalize::<H>,
-            warnings_on_update: hub_warnings_update::<H>,
-            bump_generation: H::bump_generation_on_spec_change(),
-            prepare_status_update: hub_prepare_status_update::<H>,
-            table_printer: H::table_printer(),
-            finalizers_pending: hub_finalizers_pending::<H>,
-            on_deletion_requested: hub_on_deletion_requested::<H>,
-            gc_policy: H::default_garbage_collection_policy(),
-            objects: ObjectOps::of::<H>(),
+            hooks: Arc::new(TypedHooks::<H>(std::marker::PhantomData)),
+            facts: KindFacts {
+                allow_create_on_update: H::allow_create_on_update(),
+                allow_unconditional_update: H::allow_unconditional_update(),
+                bump_generation: H::bump_generation_on_spec_change(),
+                table_printer: H::table_printer(),
+                gc_policy: H::default_garbage_collection_policy(),
+                strategic_merge_patch: true,
+            },
         }
     }
 }
 
 impl Kind {
+    /// A kind of `versions` (stored in `storage_version`) whose strategy is
+    /// `hooks`: a schema-driven kind (the compiled-in kinds are built with
+    /// [`KindBuilder`]).
+    pub fn new(
+        versions: Vec<VersionOps>,
+        storage_version: &'static str,
+        hooks: Arc<dyn KindHooks>,
+        facts: KindFacts,
+    ) -> Kind {
+        Kind {
+            versions,
+            storage_version,
+            hooks,
+            facts,
+        }
+    }
+
     /// The served versions of this kind.
     pub fn versions(&self) -> &[VersionOps] {
         &self.versions
@@ -418,7 +531,7 @@ impl Kind {
         let ops = self
             .version(version)
             .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))?;
-        (ops.decode)(body)
+        ops.codec.decode(body)
     }
 
     /// Encodes a hub object in `version` (with `apiVersion` and `kind`).
@@ -426,53 +539,53 @@ impl Kind {
         let ops = self
             .version(version)
             .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))?;
-        (ops.encode)(hub)
+        ops.codec.encode(hub)
     }
 
     /// Decodes a request body in `version` into a typed hub object
     /// (defaulted): the request's one typed decode.
     pub fn decode_object(&self, version: &str, body: Value) -> Result<Object, DecodeError> {
-        (self.served(version)?.decode_object)(body)
+        self.served(version)?.codec.decode_object(body)
     }
 
     /// Reads a hub object given as JSON (the hub's own form, as
     /// [`Kind::decode`] returns it) into a typed [`Object`].
     pub fn hub_object(&self, hub: &Value) -> Result<Object, DecodeError> {
-        (self.objects.from_hub)(hub)
+        self.hooks.hub_object(hub)
     }
 
     /// Encodes a typed hub object in `version` (with `apiVersion` and
     /// `kind`).
     pub fn encode_object(&self, version: &str, hub: &Object) -> Result<Value, DecodeError> {
-        (self.served(version)?.encode_object)(hub)
+        self.served(version)?.codec.encode_object(hub)
     }
 
     /// The bytes that store a typed hub object (the storage version, no
     /// resourceVersion), and the hub object reading them back gives
     /// (lossy conversions show here), converted without parsing the bytes.
     pub fn store_object(&self, hub: &Object) -> Result<(Vec<u8>, Object), DecodeError> {
-        (self.served(self.storage_version)?.store_object)(hub)
+        self.served(self.storage_version)?.codec.store_object(hub)
     }
 
     /// [`Kind::reset_status_on_create`] on a typed object.
     pub fn reset_status_on_create_object(&self, hub: &mut Object) -> Result<(), DecodeError> {
-        (self.objects.reset_status)(hub)
+        self.hooks.reset_status_on_create(hub)
     }
 
     /// [`Kind::prepare_for_create`] (preparation, then canonicalization)
     /// on a typed object.
     pub fn prepare_for_create_object(&self, hub: &mut Object) -> Result<(), DecodeError> {
-        (self.objects.prepare_for_create)(hub)
+        self.hooks.prepare_for_create(hub)
     }
 
     /// [`Kind::validate_create`] on a typed object.
     pub fn validate_create_object(&self, hub: &Object) -> Result<ErrorList, DecodeError> {
-        (self.objects.validate_create)(hub)
+        self.hooks.validate_create(hub)
     }
 
     /// [`Kind::warnings_on_create`] on a typed object.
     pub fn warnings_on_create_object(&self, hub: &Object) -> Result<Vec<String>, DecodeError> {
-        (self.objects.warnings_on_create)(hub)
+        self.hooks.warnings_on_create(hub)
     }
 
     /// Runs a typed hook on a hub object given as JSON, writing the result
@@ -511,7 +624,7 @@ impl Kind {
 
     /// Runs the strategy's update validation.
     pub fn validate_update(&self, hub: &Value, old: &Value) -> Result<ErrorList, DecodeError> {
-        (self.validate_update)(hub, old)
+        self.hooks.validate_update(hub, old)
     }
 
     /// Runs the strategy's create preparation, then its canonicalization.
@@ -521,23 +634,23 @@ impl Kind {
 
     /// Runs the strategy's update preparation, then its canonicalization.
     pub fn prepare_for_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
-        (self.prepare_for_update)(hub, old)
+        self.hooks.prepare_for_update(hub, old)
     }
 
     /// Whether a PUT on a missing object creates it.
     pub fn allow_create_on_update(&self) -> bool {
-        self.allow_create_on_update
+        self.facts.allow_create_on_update
     }
 
     /// Whether a PUT without a resourceVersion is allowed.
     pub fn allow_unconditional_update(&self) -> bool {
-        self.allow_unconditional_update
+        self.facts.allow_unconditional_update
     }
 
     /// Runs the strategy's canonicalization alone (the prepare methods
     /// already include it).
     pub fn canonicalize(&self, hub: &mut Value) -> Result<(), DecodeError> {
-        (self.canonicalize)(hub)
+        self.hooks.canonicalize(hub)
     }
 
     /// The strategy's warnings for creating `hub`.
@@ -547,13 +660,13 @@ impl Kind {
 
     /// The strategy's warnings for updating `old` to `hub`.
     pub fn warnings_on_update(&self, hub: &Value, old: &Value) -> Result<Vec<String>, DecodeError> {
-        (self.warnings_on_update)(hub, old)
+        self.hooks.warnings_on_update(hub, old)
     }
 
     /// Whether `metadata.generation` tracks changes outside metadata and
     /// status ([`Strategy::bump_generation_on_spec_change`]).
     pub fn bump_generation_on_spec_change(&self) -> bool {
-        self.bump_generation
+        self.facts.bump_generation
     }
 
     /// Runs the strategy's [`Strategy::reset_status_on_create`].
@@ -564,30 +677,35 @@ impl Kind {
     /// Runs the strategy's [`Strategy::prepare_status_update`]: keeps
     /// everything but `status` from `old`.
     pub fn prepare_status_update(&self, hub: &mut Value, old: &Value) -> Result<(), DecodeError> {
-        (self.prepare_status_update)(hub, old)
+        self.hooks.prepare_status_update(hub, old)
     }
 
     /// The kind's hand-written Table rendering
     /// ([`Strategy::table_printer`]).
     pub fn table_printer(&self) -> Option<&'static crate::resource::TablePrinter> {
-        self.table_printer
+        self.facts.table_printer
     }
 
     /// Whether something besides `metadata.finalizers` holds `hub` in
     /// storage ([`Strategy::finalizers_pending`]).
     pub fn finalizers_pending(&self, hub: &Value) -> Result<bool, DecodeError> {
-        (self.finalizers_pending)(hub)
+        self.hooks.finalizers_pending(hub)
     }
 
     /// Runs the strategy's [`Strategy::on_deletion_requested`].
     pub fn on_deletion_requested(&self, hub: &mut Value) -> Result<(), DecodeError> {
-        (self.on_deletion_requested)(hub)
+        self.hooks.on_deletion_requested(hub)
+    }
+
+    /// Whether PATCH takes strategic merge patches.
+    pub fn supports_strategic_merge_patch(&self) -> bool {
+        self.facts.strategic_merge_patch
     }
 
     /// What happens to dependents when a DELETE does not say
     /// ([`Strategy::default_garbage_collection_policy`]).
     pub fn default_garbage_collection_policy(&self) -> crate::resource::GarbageCollectionPolicy {
-        self.gc_policy
+        self.facts.gc_policy
     }
 }
 

@@ -68,7 +68,6 @@ const REWATCH: Duration = Duration::from_secs(1);
 /// Starts the garbage collector under leader election on the Lease
 /// [`LEASE_NAMESPACE`]/[`LEASE_NAME`]; it stops when `shutdown` turns true.
 pub fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
-    let kinds = Arc::new(Kinds::new(stores));
     match stores.find("coordination.k8s.io", "leases") {
         Some(leases) => {
             let elector = LeaderElector::new(
@@ -78,13 +77,37 @@ pub fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
                 leader_election::new_identity(),
                 leader_election::Options::default(),
             );
-            tokio::spawn(elector.run(shutdown, move |stop| {
-                GarbageCollector::new(kinds.clone()).run(stop)
-            }));
+            let stores = stores.clone();
+            tokio::spawn(elector.run(shutdown, move |stop| collect(stores.clone(), stop)));
         }
         None => {
-            tokio::spawn(GarbageCollector::new(kinds).run(shutdown));
+            tokio::spawn(collect(stores.clone(), shutdown));
         }
+    }
+}
+
+/// Runs the collector over the kinds served until `stop` turns true; when
+/// the served kinds change (custom resources come or go), it starts over
+/// with the new kinds, as kube's collector resyncs its monitors.
+async fn collect(stores: Stores, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let mut changes = stores.changes();
+    loop {
+        changes.borrow_and_update();
+        let kinds = Arc::new(Kinds::new(&stores));
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut running = tokio::spawn(GarbageCollector::new(kinds).run(stop_rx));
+        let restart = tokio::select! {
+            _ = &mut running => return,
+            _ = stop.wait_for(|stop| *stop) => false,
+            changed = changes.changed() => changed.is_ok(),
+        };
+        let _ = stop_tx.send(true);
+        let _ = running.await;
+        if !restart {
+            return;
+        }
+        // Definitions often come in a burst: start over once.
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

@@ -4,6 +4,8 @@
 //!
 //! - [`bootstrap`]: the system namespaces from the first start.
 //! - [`namespace`]: empties and removes deleted namespaces.
+//! - [`custom_resource_definitions`]: serves CustomResourceDefinitions'
+//!   kinds, names and establishes them, and empties deleted ones.
 //! - [`identity_lease`]: the server's identity lease and the collection
 //!   of expired ones.
 //! - [`garbage_collector`]: deletes objects whose owners are gone, and
@@ -11,6 +13,7 @@
 //!   elected through [`leader_election`].
 
 pub mod bootstrap;
+pub mod custom_resource_definitions;
 pub mod garbage_collector;
 pub mod identity_lease;
 pub mod leader_election;

@@ -25,21 +25,46 @@ pub fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
     let Some(namespaces) = stores.find("", "namespaces") else {
         return;
     };
-    let mut content: Vec<Store> = Vec::new();
-    for (store, info) in stores.iter() {
-        if info.namespaced() && !content.iter().any(|c| Arc::ptr_eq(c.kind(), store.kind())) {
-            content.push(store.clone());
-        }
-    }
-    let controller = NamespaceController::new(namespaces, content);
+    let controller = NamespaceController {
+        namespaces,
+        content: Content::Served(stores.clone()),
+    };
     tokio::spawn(controller.run(shutdown));
 }
 
-/// The controller's state: the Namespace store and one store per
-/// namespaced kind.
+/// The stores whose objects a namespace's deletion deletes.
+enum Content {
+    /// These stores.
+    Fixed(Vec<Store>),
+    /// Every namespaced kind served at the time (custom resources come and
+    /// go).
+    Served(Stores),
+}
+
+impl Content {
+    fn stores(&self) -> Vec<Store> {
+        match self {
+            Content::Fixed(stores) => stores.clone(),
+            Content::Served(served) => {
+                let mut content: Vec<Store> = Vec::new();
+                for (store, info) in served.iter() {
+                    if info.namespaced()
+                        && !content.iter().any(|c| Arc::ptr_eq(c.kind(), store.kind()))
+                    {
+                        content.push(store);
+                    }
+                }
+                content
+            }
+        }
+    }
+}
+
+/// The controller's state: the Namespace store and the stores of the
+/// namespaced kinds.
 pub struct NamespaceController {
     namespaces: Store,
-    content: Vec<Store>,
+    content: Content,
 }
 
 fn is_terminating(ns: &Value) -> bool {
@@ -53,7 +78,7 @@ impl NamespaceController {
     pub fn new(namespaces: Store, content: Vec<Store>) -> Self {
         NamespaceController {
             namespaces,
-            content,
+            content: Content::Fixed(content),
         }
     }
 
@@ -139,7 +164,7 @@ impl NamespaceController {
     /// `kubernetes` finalizer. Returns whether the finalizer is gone.
     pub async fn finalize(&self, namespace: &str) -> ApiResult<bool> {
         let mut remaining = 0usize;
-        for store in &self.content {
+        for store in &self.content.stores() {
             let page = store.list(Some(namespace), &ListParams::default()).await?;
             for obj in &page.items {
                 if is_terminating(obj) {

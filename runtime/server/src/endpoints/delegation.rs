@@ -4,8 +4,9 @@
 //! not serve to the extensions server (CustomResourceDefinitions), and
 //! what nobody serves ends at the NotFound handler.
 //!
-//! The aggregator and extensions links pass every request on until their
-//! features exist ([`PassThrough`]); the core link ([`Core`]) serves the
+//! The aggregator link passes every request on until its features exist
+//! ([`PassThrough`]); the extensions link ([`Extensions`]) serves the
+//! custom resources; the core link ([`Core`]) serves the
 //! paths of the compiled-in groups, discovery, OpenAPI, health, metrics
 //! and version along its route table ([`super::routes`]); [`not_found`]
 //! answers kube-apiserver's 404 Status.
@@ -84,6 +85,47 @@ impl Link for Core {
     }
 }
 
+/// The extensions server: the custom resources of the
+/// CustomResourceDefinitions served now (their stores come and go in the
+/// core server's [`crate::registry::Stores`]), through the same handlers as
+/// the compiled-in kinds.
+pub struct Extensions(pub Arc<ApiServer>);
+
+impl Link for Extensions {
+    fn name(&self) -> &'static str {
+        "apiextensions-apiserver"
+    }
+
+    fn route(&self, req: Request) -> Routed<'_> {
+        let info = crate::request::info::of(&req);
+        if !info.is_resource_request {
+            return Routed::Pass(req);
+        }
+        if info.verb == "create" && self.0.stores().is_terminating(&info.group, &info.resource) {
+            // Upstream's crdHandler: a terminating definition takes no new
+            // objects.
+            let mut status = Status::method_not_allowed("create", &info.group, &info.resource);
+            status.message =
+                "create not allowed while custom resource definition is terminating".into();
+            status.details = Some(apiforge_core::meta::StatusDetails {
+                group: info.group.clone(),
+                kind: info.resource.clone(),
+                ..Default::default()
+            });
+            return Routed::Serve(Box::pin(async move {
+                crate::request::response::error_response(&status.into())
+            }));
+        }
+        match self.0.custom_store(&info) {
+            Some(rest) => Routed::Serve(Box::pin(
+                self.0
+                    .serve(super::routes::Route::Resource(rest, info), req),
+            )),
+            None => Routed::Pass(req),
+        }
+    }
+}
+
 /// The links in order; what none answers gets [`not_found`].
 pub struct Chain {
     links: Vec<Arc<dyn Link>>,
@@ -94,8 +136,8 @@ impl Chain {
     pub fn standard(core: Arc<ApiServer>) -> Chain {
         Chain::new(vec![
             Arc::new(PassThrough("kube-aggregator")),
-            Arc::new(Core(core)),
-            Arc::new(PassThrough("apiextensions-apiserver")),
+            Arc::new(Core(core.clone())),
+            Arc::new(Extensions(core)),
         ])
     }
 

@@ -24,8 +24,8 @@ use crate::handlers::negotiation::{self, Allowed, Format, Target};
 use crate::handlers::reviews::Reviews;
 use crate::handlers::{Served, Stored, respond};
 use crate::registry::Stores;
-use crate::request::Query;
 use crate::request::response::{bytes_response, error_response};
+use crate::request::{Query, RequestInfo};
 use apiforge_core::meta::Status;
 use apiforge_core::scheme::Scheme;
 pub use documents::Documents;
@@ -61,7 +61,9 @@ pub struct ApiServer {
     /// What the resource handlers share: the stores, the watch timeout,
     /// shutdown.
     served: Served,
-    docs: Documents,
+    /// The documents served now: the compiled-in groups' and those of the
+    /// custom resources served ([`ApiServer::publish_custom`]).
+    docs: std::sync::RwLock<Arc<Documents>>,
     /// The versions of each group with a resource list (`docs`), for
     /// [`ApiServer::serves_version`].
     served_versions: HashMap<String, Vec<String>>,
@@ -140,7 +142,7 @@ impl ApiServer {
                 min_request_timeout,
                 shutdown,
             },
-            docs,
+            docs: std::sync::RwLock::new(Arc::new(docs)),
             served_versions,
             authenticator,
             authorizer,
@@ -167,6 +169,112 @@ impl ApiServer {
     /// The scheme served.
     pub fn scheme(&self) -> &Scheme {
         &self.scheme
+    }
+
+    /// The documents served now.
+    pub fn documents(&self) -> Arc<Documents> {
+        self.docs
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Publishes the discovery and OpenAPI documents of the compiled-in
+    /// groups together with `custom` (the groups of the custom resources
+    /// served now): discovery and OpenAPI change, with their ETags.
+    pub fn publish_custom(&self, custom: Vec<apiforge_core::scheme::Group>) {
+        let mut scheme = self.scheme.clone();
+        for group in custom {
+            scheme.add_group(group);
+        }
+        match Documents::from_scheme(&scheme) {
+            Ok(docs) => {
+                *self
+                    .docs
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(docs);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the documents of the custom resources could not be built")
+            }
+        }
+    }
+
+    /// Publishes the documents of the custom resources served after every
+    /// change of the served kinds, until `stop` turns true. Changes that come in a burst (definitions applied together)
+    /// are published once.
+    pub async fn keep_documents_current(
+        self: Arc<Self>,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let mut changes = self.served.stores.changes();
+        changes.borrow_and_update();
+        loop {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            changes.borrow_and_update();
+            self.publish_custom(self.custom_groups());
+        }
+    }
+
+    /// The groups (with their kinds) of the kinds served that the compiled
+    /// scheme does not have: the custom resources.
+    pub fn custom_groups(&self) -> Vec<apiforge_core::scheme::Group> {
+        let mut groups: Vec<apiforge_core::scheme::Group> = Vec::new();
+        let mut seen: Vec<*const apiforge_core::scheme::Kind> = Vec::new();
+        let mut served: Vec<_> = self.served.stores.iter().collect();
+        served.sort_by_key(|(_, info)| (info.group, info.plural));
+        for (store, info) in served {
+            if self
+                .scheme
+                .resource(info.group, info.version, info.plural)
+                .is_some()
+                || self.scheme.group(info.group).is_some_and(|g| {
+                    g.kinds
+                        .iter()
+                        .any(|k| k.storage_info().plural == info.plural)
+                })
+            {
+                continue;
+            }
+            let ptr = Arc::as_ptr(store.kind());
+            if seen.contains(&ptr) {
+                continue;
+            }
+            seen.push(ptr);
+            let kind = store.kind().clone();
+            let index = match groups.iter().position(|g| g.name == info.group) {
+                Some(i) => i,
+                None => {
+                    groups.push(apiforge_core::scheme::Group::new(info.group, &[]));
+                    groups.len() - 1
+                }
+            };
+            let group = &mut groups[index];
+            for v in kind.versions() {
+                if !group.versions.contains(&v.info.version) {
+                    group.versions.push(v.info.version);
+                }
+            }
+            group.kinds.push(kind);
+        }
+        for group in &mut groups {
+            group.versions.sort_by(|a, b| kube_version_order(a, b));
+        }
+        groups
+    }
+
+    /// The store serving a custom resource (a kind the compiled scheme
+    /// does not have), with its version's facts.
+    fn custom_store(&self, info: &RequestInfo) -> Option<Arc<dyn crate::handlers::Rest>> {
+        let (store, kind_info) =
+            self.served
+                .stores
+                .get(&info.group, &info.version, &info.resource)?;
+        Some(Arc::new(Stored::new(store, kind_info)))
     }
 
     /// Marks the server as shutting down: `/readyz` fails from now on.
@@ -234,7 +342,7 @@ impl crate::filters::Handler for Director {
 
 impl ApiServer {
     /// Answers a request along its [`Route`] (see [`ApiServer::route`]).
-    async fn serve(&self, route: Route<'_>, req: Request) -> Response {
+    async fn serve(&self, route: Route, req: Request) -> Response {
         let params = Query::parse(req.uri().query().unwrap_or_default());
         match route {
             Route::Resource(rest, info) => {
@@ -268,10 +376,12 @@ impl ApiServer {
                 &serde_json::to_value(&self.version).unwrap_or_default(),
             ),
             Route::DiscoveryRoot(root) => discovery_root(self, &req, root),
-            Route::OpenApiV3Index => document(&req, self.docs.openapi_v3_index.as_ref(), false),
-            Route::OpenApiV3(doc) => document(&req, doc, params.get("hash").is_some()),
-            Route::OpenApiV2 => openapi_v2::serve(&req, &self.docs),
-            Route::Document(doc) => document(&req, Some(doc), false),
+            Route::OpenApiV3Index => {
+                document(&req, self.documents().openapi_v3_index.as_ref(), false)
+            }
+            Route::OpenApiV3(doc) => document(&req, doc.as_ref(), params.get("hash").is_some()),
+            Route::OpenApiV2 => openapi_v2::serve(&req, &self.documents()),
+            Route::Document(doc) => document(&req, Some(&doc), false),
         }
     }
 }
@@ -337,11 +447,8 @@ fn discovery_root(server: &ApiServer, req: &Request, root: &str) -> Response {
         Some((_, Target::Discovery(version))) => {
             // The Accept header was negotiated here (with discovery
             // allowed): a client asking only for the aggregated form gets it.
-            let Some(doc) = server
-                .docs
-                .aggregated
-                .get(&(root.to_string(), version.clone()))
-            else {
+            let docs = server.documents();
+            let Some(doc) = docs.aggregated.get(&(root.to_string(), version.clone())) else {
                 return error_response(&Status::path_not_found().into());
             };
             let mut resp = serve_document(req, doc, false);
@@ -358,10 +465,11 @@ fn discovery_root(server: &ApiServer, req: &Request, root: &str) -> Response {
             resp
         }
         Some((Format::Json, _)) => {
+            let docs = server.documents();
             let doc = if root == "api" {
-                server.docs.api.as_ref()
+                docs.api.as_ref()
             } else {
-                server.docs.apis.as_ref()
+                docs.apis.as_ref()
             };
             match doc {
                 Some(doc) => serve_document(req, doc, false),
@@ -375,4 +483,33 @@ fn discovery_root(server: &ApiServer, req: &Request, root: &str) -> Response {
             .into(),
         ),
     }
+}
+
+/// Orders Kubernetes versions as discovery does: GA before beta before
+/// alpha, higher numbers first, others last alphabetically.
+fn kube_version_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn key(v: &str) -> (u8, i64, i64, String) {
+        let parse = |v: &str| -> Option<(u8, i64, i64)> {
+            let rest = v.strip_prefix('v')?;
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let major: i64 = digits.parse().ok()?;
+            let tail = &rest[digits.len()..];
+            if tail.is_empty() {
+                return Some((0, -major, 0));
+            }
+            let (level, num) = if let Some(n) = tail.strip_prefix("beta") {
+                (1, n)
+            } else if let Some(n) = tail.strip_prefix("alpha") {
+                (2, n)
+            } else {
+                return None;
+            };
+            Some((level, -major, -num.parse::<i64>().ok()?))
+        };
+        match parse(v) {
+            Some((level, major, minor)) => (level, major, minor, String::new()),
+            None => (3, 0, 0, v.to_string()),
+        }
+    }
+    key(a).cmp(&key(b))
 }

@@ -40,7 +40,7 @@ impl Resources {
 }
 
 /// What answers a request the core server serves.
-pub(super) enum Route<'a> {
+pub(super) enum Route {
     /// A served resource, with the request's parsed info.
     Resource(Arc<dyn Rest>, Arc<RequestInfo>),
     /// A path of the server's that names nothing: a resource of a served
@@ -58,18 +58,18 @@ pub(super) enum Route<'a> {
     /// `/openapi/v3`.
     OpenApiV3Index,
     /// `/openapi/v3/<group version path>` (`None`: no such document).
-    OpenApiV3(Option<&'a documents::Document>),
+    OpenApiV3(Option<documents::Document>),
     /// `/openapi/v2`.
     OpenApiV2,
     /// `/apis/<group>`, `/apis/<group>/<version>` or `/api/<version>`.
-    Document(&'a documents::Document),
+    Document(documents::Document),
 }
 
 impl ApiServer {
     /// The route of `req` if this server serves it: a resource of a served
     /// group version (or a review kind), or one of the server's own paths.
     /// `None` hands the request on along the delegation chain.
-    pub(super) fn route(&self, req: &Request) -> Option<Route<'_>> {
+    pub(super) fn route(&self, req: &Request) -> Option<Route> {
         let info = crate::request::info::of(req);
         if info.is_resource_request {
             if let Some(rest) = self
@@ -98,7 +98,7 @@ impl ApiServer {
 
     /// The route of one of the server's own (non-resource) paths; `None`
     /// when the path is not the server's.
-    fn path_route(&self, path: &str) -> Option<Route<'_>> {
+    fn path_route(&self, path: &str) -> Option<Route> {
         let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
         if let Some(endpoint) = healthz::Endpoint::from_name(first) {
             return Some(Route::Health(endpoint));
@@ -112,15 +112,18 @@ impl ApiServer {
             "/openapi/v2" => Route::OpenApiV2,
             _ => {
                 if let Some(rest) = path.strip_prefix("/openapi/v3/") {
-                    return Some(Route::OpenApiV3(self.docs.openapi_v3.get(rest)));
+                    return Some(Route::OpenApiV3(
+                        self.documents().openapi_v3.get(rest).cloned(),
+                    ));
                 }
+                let docs = self.documents();
                 let trimmed = path.trim_matches('/');
                 let doc = match trimmed.split('/').collect::<Vec<_>>().as_slice() {
-                    ["apis", group] => self.docs.groups.get(*group),
-                    ["apis", _, _] | ["api", _] => self.docs.resource_lists.get(trimmed),
+                    ["apis", group] => docs.groups.get(*group),
+                    ["apis", _, _] | ["api", _] => docs.resource_lists.get(trimmed),
                     _ => None,
                 };
-                Route::Document(doc?)
+                Route::Document(doc?.clone())
             }
         };
         Some(route)

@@ -121,11 +121,18 @@ pub(super) fn report_field_issues(
     }
 }
 
-pub(super) fn unsupported_patch_type() -> ApiError {
-    let accepted: Vec<&str> = SUPPORTED_PATCH_TYPES
-        .iter()
-        .map(|t| t.media_type())
-        .collect();
+/// The patch types `kind` takes: all of [`SUPPORTED_PATCH_TYPES`], or, for
+/// custom resources, all but strategic merge patches.
+pub(super) fn patch_types(kind: &apiforge_core::scheme::Kind) -> Vec<PatchType> {
+    SUPPORTED_PATCH_TYPES
+        .into_iter()
+        .filter(|t| *t != PatchType::Strategic || kind.supports_strategic_merge_patch())
+        .collect()
+}
+
+/// The 415 of a PATCH whose content type is none of `types`.
+pub(super) fn unsupported_patch_type(types: &[PatchType]) -> ApiError {
+    let accepted: Vec<&str> = types.iter().map(|t| t.media_type()).collect();
     Status::failure(
         415,
         "UnsupportedMediaType",
@@ -270,9 +277,10 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
+    let types = patch_types(ctx.store.kind());
     let patch_type = PatchType::from_content_type(&content_type)
-        .filter(|t| SUPPORTED_PATCH_TYPES.contains(t))
-        .ok_or_else(unsupported_patch_type)?;
+        .filter(|t| types.contains(t))
+        .ok_or_else(|| unsupported_patch_type(&types))?;
     let body = super::read_body_limited(req).await?;
     let (dry_run, validation) = patch_options(ctx, patch_type)?;
     if patch_type == PatchType::Apply {

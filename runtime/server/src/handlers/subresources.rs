@@ -288,9 +288,10 @@ async fn patch_scale(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
+    let types = patching::patch_types(ctx.store.kind());
     let patch_type = PatchType::from_content_type(&content_type)
-        .filter(|t| patching::SUPPORTED_PATCH_TYPES.contains(t))
-        .ok_or_else(patching::unsupported_patch_type)?;
+        .filter(|t| types.contains(t))
+        .ok_or_else(|| patching::unsupported_patch_type(&types))?;
     let body = super::read_body_limited(req).await?;
     let (dry_run, validation) = patching::patch_options(ctx, patch_type)?;
     if patch_type == PatchType::Apply {

@@ -28,14 +28,7 @@ impl IncludeObject {
 }
 
 const DEFAULT_COLUMNS: [PrinterColumn; 2] = [
-    PrinterColumn {
-        name: "Name",
-        type_: "string",
-        json_path: ".metadata.name",
-        priority: 0,
-        description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
-        format: "name",
-    },
+    PrinterColumn::NAME,
     PrinterColumn {
         name: "Created At",
         type_: "date",

@@ -204,6 +204,7 @@ pub async fn run(
     let lease_stop_rx = controllers_stop_rx.clone();
     let lease_options = config.identity_lease.clone();
     let apf_stop_rx = controllers_stop_rx.clone();
+    let crd_stop_rx = controllers_stop_rx.clone();
     let flow_control = config.filters.enable_priority_and_fairness.then(|| {
         crate::flowcontrol::FlowControl::new(
             config.filters.max_requests_inflight + config.filters.max_mutating_requests_inflight,
@@ -249,6 +250,25 @@ pub async fn run(
                     lease_options,
                     lease_stop_rx,
                 );
+                Ok(())
+            },
+        ),
+        lifecycle::Hook::new(
+            "start-apiextensions-controllers",
+            move |ctx: lifecycle::HookContext| async move {
+                // The stored definitions are served (and published in
+                // discovery and OpenAPI) before the hook, and so /readyz,
+                // passes.
+                crate::controllers::custom_resource_definitions::start(
+                    ctx.server.stores(),
+                    crd_stop_rx.clone(),
+                )
+                .await;
+                let custom = ctx.server.custom_groups();
+                if !custom.is_empty() {
+                    ctx.server.publish_custom(custom);
+                }
+                tokio::spawn(ctx.server.clone().keep_documents_current(crd_stop_rx));
                 Ok(())
             },
         ),

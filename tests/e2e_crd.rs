@@ -1,0 +1,394 @@
+//! CustomResourceDefinitions on the real binary: a definition applied with
+//! kubectl becomes Established and its kind is served — CRUD, list, watch,
+//! patch and apply with kube-rs's `DynamicObject`, kubectl's `get` with the
+//! definition's printer columns, discovery and OpenAPI updated live, the
+//! status subresource, versions converted by `apiVersion`, creates refused
+//! while the definition is terminating, the cleanup finalizer, and
+//! definitions and resources served again after a restart.
+
+mod common;
+
+use std::future::Future;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::Server;
+use common::kubectl::Kubectl;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::discovery::Discovery;
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+async fn eventually<F, Fut>(server: &Server, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not after {DEADLINE:?}; log:\n{}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn write(path: &Path, text: &str) -> String {
+    std::fs::write(path, text).expect("write");
+    path.display().to_string()
+}
+
+/// A namespaced definition with two versions, status and scale
+/// subresources, printer columns and a short name.
+const WIDGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names:
+    plural: widgets
+    singular: widget
+    kind: Widget
+    shortNames: [wd]
+    categories: [all]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+    additionalPrinterColumns:
+    - name: Size
+      type: string
+      jsonPath: .spec.size
+    - name: Replicas
+      type: integer
+      jsonPath: .spec.replicas
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size:
+                type: string
+              replicas:
+                type: integer
+          status:
+            type: object
+            properties:
+              replicas:
+                type: integer
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+fn widget_resource(version: &str) -> ApiResource {
+    ApiResource {
+        group: "example.com".into(),
+        version: version.into(),
+        api_version: format!("example.com/{version}"),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    }
+}
+
+fn widget(name: &str, size: &str) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"size": size, "replicas": 1}
+    }))
+    .expect("widget")
+}
+
+fn condition<'a>(crd: &'a Value, type_: &str) -> Option<&'a Value> {
+    crd["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+#[tokio::test]
+async fn a_definition_serves_its_kind_end_to_end() {
+    let server = Server::start().await;
+    let k = Kubectl::new(&server);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = write(&tmp.path().join("widgets.yaml"), WIDGETS);
+    let out = k.ok(&["apply", "-f", &file]);
+    assert!(out.contains("widgets.example.com created"), "{out}");
+    let waited = k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=10s",
+        "crd/widgets.example.com",
+    ]);
+    assert!(waited.contains("condition met"), "{waited}");
+
+    let crd = k.json(&["get", "crd", "widgets.example.com", "-o", "json"]);
+    let names = condition(&crd, "NamesAccepted").expect("NamesAccepted");
+    assert_eq!(names["status"], "True");
+    assert_eq!(names["reason"], "NoConflicts");
+    assert_eq!(names["message"], "no conflicts found");
+    let established = condition(&crd, "Established").expect("Established");
+    assert_eq!(established["reason"], "InitialNamesAccepted");
+    assert_eq!(crd["status"]["acceptedNames"]["kind"], "Widget");
+    assert_eq!(crd["status"]["acceptedNames"]["listKind"], "WidgetList");
+    assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+    assert_eq!(
+        crd["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"])
+    );
+    let table = k.ok(&["get", "crd"]);
+    assert!(table.starts_with("NAME"), "{table}");
+    assert!(table.contains("CREATED AT"), "{table}");
+    assert!(table.contains("widgets.example.com"), "{table}");
+
+    // CRUD with kube-rs.
+    let client = server.client().await;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &widget_resource("v1"));
+    let created = api
+        .create(&PostParams::default(), &widget("w1", "small"))
+        .await
+        .expect("create");
+    assert_eq!(created.metadata.generation, Some(1));
+    assert_eq!(created.data["spec"]["size"], "small");
+    let got = api.get("w1").await.expect("get");
+    assert_eq!(got.metadata.uid, created.metadata.uid);
+    let list = api.list(&Default::default()).await.expect("list");
+    assert_eq!(list.items.len(), 1);
+
+    // Another version: the same object, its apiVersion rewritten.
+    let beta: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &widget_resource("v1beta1"));
+    let as_beta = beta.get("w1").await.expect("get v1beta1");
+    assert_eq!(
+        as_beta.types.as_ref().map(|t| t.api_version.as_str()),
+        Some("example.com/v1beta1")
+    );
+    assert_eq!(as_beta.data["spec"]["size"], "small");
+
+    // Merge patch, status ignored on the main resource, generation bumps.
+    let patched = api
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": "large"}, "status": {"replicas": 5}})),
+        )
+        .await
+        .expect("patch");
+    assert_eq!(patched.data["spec"]["size"], "large");
+    assert!(patched.data.get("status").is_none(), "{:?}", patched.data);
+    assert_eq!(patched.metadata.generation, Some(2));
+    // /status takes only status, and leaves generation alone.
+    let status = api
+        .patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": "ignored"}, "status": {"replicas": 3}})),
+        )
+        .await
+        .expect("status");
+    assert_eq!(status.data["status"]["replicas"], 3);
+    assert_eq!(status.data["spec"]["size"], "large");
+    assert_eq!(status.metadata.generation, Some(2));
+
+    // Server-side apply.
+    let applied = api
+        .patch(
+            "w2",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w2"}, "spec": {"size": "medium"}
+            })),
+        )
+        .await
+        .expect("apply");
+    assert_eq!(applied.data["spec"]["size"], "medium");
+    let managers: Vec<&str> = applied
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.as_deref())
+        .collect();
+    assert_eq!(managers, ["test"]);
+
+    // kubectl: the printer columns, the short name, the category.
+    let table = k.ok(&["get", "wd", "-n", "default"]);
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "SIZE", "REPLICAS"], "{table}");
+    assert!(table.contains("w1") && table.contains("large"), "{table}");
+    let all = k.ok(&["get", "all", "-n", "default"]);
+    assert!(all.contains("widget.example.com/w1"), "{all}");
+    let scaled = k.ok(&["scale", "widget/w1", "-n", "default", "--replicas=4"]);
+    assert!(scaled.contains("scaled"), "{scaled}");
+    assert_eq!(
+        api.get("w1").await.expect("get").data["spec"]["replicas"],
+        4
+    );
+
+    // Discovery and OpenAPI know the kind.
+    let discovery = Discovery::new(client.clone())
+        .run()
+        .await
+        .expect("discovery");
+    let group = discovery
+        .groups()
+        .find(|g| g.name() == "example.com")
+        .expect("example.com in discovery");
+    assert_eq!(group.preferred_version_or_latest(), "v1");
+    let resources = k.ok(&["api-resources", "--api-group=example.com"]);
+    assert!(
+        resources.contains("widgets") && resources.contains("wd"),
+        "{resources}"
+    );
+    let explain = k.ok(&["explain", "widgets.spec"]);
+    assert!(explain.contains("size"), "{explain}");
+
+    // Watch sees a change.
+    let mut watch = std::pin::pin!(kube::runtime::watcher(
+        api.clone(),
+        kube::runtime::watcher::Config::default()
+    ));
+    use futures::StreamExt;
+    let first = tokio::time::timeout(DEADLINE, watch.next()).await;
+    assert!(matches!(first, Ok(Some(Ok(_)))), "{first:?}");
+
+    // Deleting the definition empties it first; creates are refused meanwhile.
+    let held = api
+        .patch(
+            "w2",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold"]}})),
+        )
+        .await
+        .expect("hold");
+    assert!(held.metadata.finalizers.is_some());
+    k.ok(&["delete", "crd", "widgets.example.com", "--wait=false"]);
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource {
+            group: "apiextensions.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "apiextensions.k8s.io/v1".into(),
+            kind: "CustomResourceDefinition".into(),
+            plural: "customresourcedefinitions".into(),
+        },
+    );
+    eventually(&server, "the definition is terminating", || async {
+        let crd = crds.get("widgets.example.com").await.expect("crd");
+        let crd = serde_json::to_value(&crd).expect("json");
+        condition(&crd, "Terminating").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    let refused = api
+        .create(&PostParams::default(), &widget("w3", "x"))
+        .await
+        .expect_err("refused");
+    match refused {
+        kube::Error::Api(status) => {
+            assert_eq!(status.code, 405);
+            assert_eq!(status.reason, "MethodNotAllowed");
+            assert_eq!(
+                status.message,
+                "create not allowed while custom resource definition is terminating"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    eventually(&server, "w1 is deleted", || async {
+        api.get_opt("w1").await.expect("get").is_none()
+    })
+    .await;
+    assert!(
+        crds.get_opt("widgets.example.com")
+            .await
+            .expect("crd")
+            .is_some()
+    );
+    api.patch(
+        "w2",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .expect("release");
+    eventually(&server, "the definition is gone", || async {
+        crds.get_opt("widgets.example.com")
+            .await
+            .expect("crd")
+            .is_none()
+    })
+    .await;
+    let after = api.get("w1").await.expect_err("404");
+    assert!(
+        matches!(after, kube::Error::Api(ref s) if s.code == 404),
+        "{after:?}"
+    );
+    eventually(&server, "discovery forgets the group", || async {
+        let discovery = Discovery::new(client.clone())
+            .run()
+            .await
+            .expect("discovery");
+        discovery.groups().all(|g| g.name() != "example.com")
+    })
+    .await;
+    let _ = api.delete("w2", &DeleteParams::default()).await;
+}
+
+#[tokio::test]
+async fn definitions_and_resources_come_back_after_a_restart() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let port = common::free_port();
+    let mut server = Server::start_in(&dir, port, &[]).await;
+    let k = Kubectl::new(&server);
+    let file = write(&tmp.path().join("widgets.yaml"), WIDGETS);
+    k.ok(&["apply", "-f", &file]);
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=10s",
+        "crd/widgets.example.com",
+    ]);
+    let client = server.client().await;
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &widget_resource("v1"));
+    api.create(&PostParams::default(), &widget("kept", "s"))
+        .await
+        .expect("create");
+    server.terminate();
+    drop(server);
+    // Ready means served: the first request after /readyz finds the kind.
+    let server = Server::start_in(&dir, port, &[]).await;
+    let client = server.client().await;
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &widget_resource("v1"));
+    let kept = api.get("kept").await.expect("served after restart");
+    assert_eq!(kept.data["spec"]["size"], "s");
+}
