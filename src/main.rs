@@ -77,7 +77,12 @@ fn print_definitions(opts: &options::CrdOptions) -> anyhow::Result<()> {
         anyhow::bail!(
             "no group {:?}; the groups are: {}",
             opts.group.as_deref().unwrap_or_default(),
-            scheme.groups().iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
+            scheme
+                .groups()
+                .iter()
+                .map(|g| g.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     for group in groups {

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::client::Conn;
 use crate::fixtures::{collection, fresh, pad_for_1kib};
-use crate::load::{self, Op, median};
+use crate::load::{Op, alternate, median};
 use crate::procs::Backend;
 use crate::report::{Figure, Target as Goal};
 use crate::{Settings, progress};
@@ -110,55 +110,6 @@ impl Op for UpdateOp {
     }
 }
 
-/// Rates and server CPU per request of alternated runs of two ops.
-#[derive(Default)]
-struct Pair {
-    rate: [Vec<f64>; 2],
-    cpu_us: [Vec<f64>; 2],
-}
-
-async fn alternate<A: Op, B: Op>(
-    settings: &Settings,
-    label: &str,
-    target: &crate::client::Target,
-    pid: &str,
-    a: Arc<A>,
-    b: Arc<B>,
-) -> anyhow::Result<Pair> {
-    let mut pair = Pair::default();
-    load::run(target, CLIENTS, settings.warmup, a.clone()).await?;
-    load::run(target, CLIENTS, settings.warmup, b.clone()).await?;
-    for i in 0..settings.repeats {
-        for side in 0..2 {
-            let before = crate::procs::cpu_seconds(pid)?;
-            let r = if side == 0 {
-                load::run(target, CLIENTS, settings.run, a.clone()).await?
-            } else {
-                load::run(target, CLIENTS, settings.run, b.clone()).await?
-            };
-            anyhow::ensure!(
-                r.errors == 0,
-                "{label}: {} errors, first: {}",
-                r.errors,
-                r.first_error.as_deref().unwrap_or_default()
-            );
-            let used = crate::procs::cpu_seconds(pid)? - before;
-            pair.rate[side].push(r.rate());
-            if r.requests > 0 {
-                pair.cpu_us[side].push(used * 1e6 / r.requests as f64);
-            }
-            progress!(
-                "  {label} run {}/{}: {} {:.0} req/s",
-                i + 1,
-                settings.repeats,
-                if side == 0 { "apply" } else { "without apply" },
-                r.rate()
-            );
-        }
-    }
-    Ok(pair)
-}
-
 /// The apply scenario.
 pub(crate) async fn apply(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     const S: &str = "apply";
@@ -170,7 +121,8 @@ pub(crate) async fn apply(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
 
     let creates = alternate(
         settings,
-        "apply-create",
+        CLIENTS,
+        ("apply-create", "apply", "without apply"),
         target,
         &pid,
         Arc::new(CreateOp {
@@ -200,7 +152,8 @@ pub(crate) async fn apply(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     let counters = || (0..CLIENTS).map(|_| AtomicUsize::new(0)).collect();
     let updates = alternate(
         settings,
-        "apply-update",
+        CLIENTS,
+        ("apply-update", "apply", "without apply"),
         target,
         &pid,
         Arc::new(UpdateOp {

@@ -212,3 +212,59 @@ pub(crate) fn median(values: &[f64]) -> f64 {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
+
+/// Rates and server CPU per request of alternated runs of two ops.
+#[derive(Default)]
+pub(crate) struct Pair {
+    /// Requests per second of each run, per side.
+    pub(crate) rate: [Vec<f64>; 2],
+    /// Server CPU µs per request of each run, per side.
+    pub(crate) cpu_us: [Vec<f64>; 2],
+}
+
+/// Runs `a` and `b` alternately (`settings.repeats` times each, after a
+/// warm-up of each) with `clients` clients against the server `pid`;
+/// `labels` names the pair and its two sides in the progress lines.
+pub(crate) async fn alternate<A: Op, B: Op>(
+    settings: &crate::Settings,
+    clients: usize,
+    labels: (&str, &str, &str),
+    target: &Target,
+    pid: &str,
+    a: Arc<A>,
+    b: Arc<B>,
+) -> anyhow::Result<Pair> {
+    let (label, side_a, side_b) = labels;
+    let mut pair = Pair::default();
+    run(target, clients, settings.warmup, a.clone()).await?;
+    run(target, clients, settings.warmup, b.clone()).await?;
+    for i in 0..settings.repeats {
+        for side in 0..2 {
+            let before = crate::procs::cpu_seconds(pid)?;
+            let r = if side == 0 {
+                run(target, clients, settings.run, a.clone()).await?
+            } else {
+                run(target, clients, settings.run, b.clone()).await?
+            };
+            anyhow::ensure!(
+                r.errors == 0,
+                "{label}: {} errors, first: {}",
+                r.errors,
+                r.first_error.as_deref().unwrap_or_default()
+            );
+            let used = crate::procs::cpu_seconds(pid)? - before;
+            pair.rate[side].push(r.rate());
+            if r.requests > 0 {
+                pair.cpu_us[side].push(used * 1e6 / r.requests as f64);
+            }
+            crate::progress!(
+                "  {label} run {}/{}: {} {:.0} req/s",
+                i + 1,
+                settings.repeats,
+                if side == 0 { side_a } else { side_b },
+                r.rate()
+            );
+        }
+    }
+    Ok(pair)
+}

@@ -10,6 +10,7 @@
 
 mod apply;
 mod client;
+mod custom_resources;
 mod etcd_raw;
 mod fixtures;
 mod load;

@@ -47,6 +47,10 @@ pub(crate) enum Name {
     /// Garbage collection: owner DELETE to the last of 1,000 dependents
     /// gone (background and foreground; embedded and etcd).
     Gc,
+    /// Custom resources vs the compiled-in kind of the same schema (GET,
+    /// LIST, create), definition to Established, start-up with 100
+    /// definitions and 10,000 custom resources, RSS per cached one.
+    Crd,
 }
 
 impl Name {
@@ -63,6 +67,7 @@ impl Name {
             Name::Startup,
             Name::Memory,
             Name::Gc,
+            Name::Crd,
         ]
     }
 
@@ -78,6 +83,7 @@ impl Name {
             Name::ConsistentList => "consistent-list",
             Name::Apply => "apply",
             Name::Gc => "gc",
+            Name::Crd => "crd",
         }
     }
 }
@@ -127,6 +133,12 @@ pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figu
     }
     if has(Name::Gc) {
         record(Name::Gc.label(), gc(settings).await);
+    }
+    if has(Name::Crd) {
+        record(
+            Name::Crd.label(),
+            crate::custom_resources::custom_resources(settings).await,
+        );
     }
     (figures, failures)
 }

@@ -359,6 +359,14 @@ pub trait Strategy: Resource {
     /// Namespace turns `Terminating`).
     fn on_deletion_requested(&mut self) {}
 
+    /// Finalizers a DELETE adds to an object when its deletion is first
+    /// requested (so it stays, terminating, until a controller is done with
+    /// it), e.g. CustomResourceDefinitions' `customresourcecleanup`.
+    /// Default: none.
+    fn deletion_finalizers() -> &'static [&'static str] {
+        &[]
+    }
+
     /// What happens to an object's dependents when a DELETE names neither
     /// `propagationPolicy` nor `orphanDependents` (the generic apiserver's
     /// `GarbageCollectionDeleteStrategy.DefaultGarbageCollectionPolicy`).

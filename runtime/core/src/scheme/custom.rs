@@ -674,6 +674,7 @@ pub fn kind_from_definition(definition: &Value) -> Result<Kind, DefinitionError>
         table_printer: None,
         gc_policy: crate::resource::GarbageCollectionPolicy::DeleteDependents,
         strategic_merge_patch: false,
+        deletion_finalizers: &[],
     };
     Ok(Kind::new(
         ops,

@@ -299,6 +299,8 @@ pub struct KindFacts {
     /// Whether strategic merge patches apply (compiled-in kinds; custom
     /// resources have no patch strategies and refuse them, as upstream).
     pub strategic_merge_patch: bool,
+    /// [`Strategy::deletion_finalizers`].
+    pub deletion_finalizers: &'static [&'static str],
 }
 
 /// A kind with all its versions, type-erased.
@@ -486,6 +488,7 @@ impl<H: Strategy> KindBuilder<H> {
                 table_printer: H::table_printer(),
                 gc_policy: H::default_garbage_collection_policy(),
                 strategic_merge_patch: true,
+                deletion_finalizers: H::deletion_finalizers(),
             },
         }
     }
@@ -695,6 +698,11 @@ impl Kind {
     /// Runs the strategy's [`Strategy::on_deletion_requested`].
     pub fn on_deletion_requested(&self, hub: &mut Value) -> Result<(), DecodeError> {
         self.hooks.on_deletion_requested(hub)
+    }
+
+    /// Finalizers a first DELETE adds ([`Strategy::deletion_finalizers`]).
+    pub fn deletion_finalizers(&self) -> &'static [&'static str] {
+        self.facts.deletion_finalizers
     }
 
     /// Whether PATCH takes strategic merge patches.

@@ -409,23 +409,13 @@ impl DefinitionController {
         }
     }
 
-    /// Writes the naming and establishing verdicts, and the cleanup
-    /// finalizer, into the definition.
+    /// Writes the naming and establishing verdicts into the definition.
     async fn write_status(&self, name: &str, names: &Value, conflict: Option<&Conflict>) {
         let served = self.served.contains_key(name);
         let result = self
             .definitions
             .update_internal("", name, |obj| {
                 let mut changed = false;
-                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                    let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
-                    if let Value::Array(list) = finalizers
-                        && !list.iter().any(|f| f == FINALIZER_CLEANUP)
-                    {
-                        list.push(Value::String(FINALIZER_CLEANUP.into()));
-                        changed = true;
-                    }
-                }
                 let Some(map) = obj.as_object_mut() else {
                     return changed;
                 };

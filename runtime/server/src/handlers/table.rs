@@ -47,16 +47,159 @@ fn columns(info: &KindInfo) -> &'static [PrinterColumn] {
     }
 }
 
-fn lookup<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let mut cur = obj;
-    for part in path
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|p| !p.is_empty())
-    {
-        cur = cur.get(part)?;
+/// One step of a printer column's JSONPath (the subset kubectl's
+/// JSONPath and CRD columns use).
+#[derive(Debug, PartialEq)]
+enum Step {
+    /// `.name` or `['name']`.
+    Field(String),
+    /// `[3]`.
+    Index(usize),
+    /// `[*]` or `.*`.
+    All,
+    /// `[?(@.a.b == "x")]` (or `!=`): the elements whose field matches.
+    Filter(Vec<String>, bool, Value),
+}
+
+/// Parses a column's JSONPath (`.status.conditions[?(@.type=="Ready")].status`,
+/// with or without `{}`); `None` for what the subset does not cover.
+fn parse_path(path: &str) -> Option<Vec<Step>> {
+    let path = path.trim();
+    let path = path
+        .strip_prefix('{')
+        .and_then(|p| p.strip_suffix('}'))
+        .unwrap_or(path);
+    let path = path.strip_prefix('$').unwrap_or(path);
+    let chars: Vec<char> = path.chars().collect();
+    let mut steps = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '.' => {
+                let start = i + 1;
+                let mut end = start;
+                while end < chars.len() && chars[end] != '.' && chars[end] != '[' {
+                    end += 1;
+                }
+                let name: String = chars[start..end].iter().collect();
+                match name.as_str() {
+                    "" => {}
+                    "*" => steps.push(Step::All),
+                    _ => steps.push(Step::Field(name)),
+                }
+                i = end;
+            }
+            '[' => {
+                // The `]` that closes the bracket (not one inside quotes).
+                let mut quote: Option<char> = None;
+                let mut close = None;
+                for (j, c) in chars.iter().enumerate().skip(i + 1) {
+                    match (quote, *c) {
+                        (None, '"' | '\'') => quote = Some(*c),
+                        (Some(q), c) if c == q => quote = None,
+                        (None, ']') => {
+                            close = Some(j);
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                let close = close?;
+                let inner: String = chars[i + 1..close].iter().collect();
+                steps.push(parse_bracket(inner.trim())?);
+                i = close + 1;
+            }
+            _ => return None,
+        }
     }
-    Some(cur)
+    Some(steps)
+}
+
+fn parse_bracket(inner: &str) -> Option<Step> {
+    if inner == "*" {
+        return Some(Step::All);
+    }
+    if let Ok(n) = inner.parse::<usize>() {
+        return Some(Step::Index(n));
+    }
+    if let Some(quoted) = inner
+        .strip_prefix('\'')
+        .and_then(|s| s.strip_suffix('\''))
+        .or_else(|| inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')))
+    {
+        return Some(Step::Field(quoted.to_string()));
+    }
+    let filter = inner.strip_prefix("?(")?.strip_suffix(')')?.trim();
+    let (lhs, equal, rhs) = if let Some((l, r)) = filter.split_once("==") {
+        (l, true, r)
+    } else {
+        let (l, r) = filter.split_once("!=")?;
+        (l, false, r)
+    };
+    let fields = lhs
+        .trim()
+        .strip_prefix("@.")?
+        .split('.')
+        .map(str::to_string)
+        .collect();
+    let rhs = rhs.trim();
+    let literal = if let Some(s) = rhs
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .or_else(|| rhs.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')))
+    {
+        Value::String(s.to_string())
+    } else {
+        serde_json::from_str(rhs).ok()?
+    };
+    Some(Step::Filter(fields, equal, literal))
+}
+
+/// The values a column's JSONPath finds in `obj`, in order.
+fn find<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
+    let Some(steps) = parse_path(path) else {
+        return Vec::new();
+    };
+    let mut current = vec![obj];
+    for step in &steps {
+        let mut next = Vec::new();
+        for v in current {
+            match step {
+                Step::Field(name) => next.extend(v.get(name.as_str())),
+                Step::Index(n) => next.extend(v.get(*n)),
+                Step::All => match v {
+                    Value::Array(items) => next.extend(items.iter()),
+                    Value::Object(map) => next.extend(map.values()),
+                    _ => {}
+                },
+                Step::Filter(fields, equal, literal) => {
+                    if let Value::Array(items) = v {
+                        next.extend(items.iter().filter(|item| {
+                            let found = fields.iter().try_fold(*item, |cur, f| cur.get(f.as_str()));
+                            found.is_some_and(|f| f == literal) == *equal
+                        }));
+                    }
+                }
+            }
+        }
+        current = next;
+    }
+    current
+}
+
+/// A column's cell: the first value its JSONPath finds (upstream's
+/// custom resource table convertor), `null` when none; `string` columns
+/// show other values as JSON text.
+fn cell(obj: &Value, column: &PrinterColumn) -> Value {
+    let Some(value) = find(obj, column.json_path).into_iter().next() else {
+        return Value::Null;
+    };
+    match (column.type_, value) {
+        ("string", Value::Object(_) | Value::Array(_) | Value::Number(_) | Value::Bool(_)) => {
+            Value::String(value.to_string())
+        }
+        _ => value.clone(),
+    }
 }
 
 /// PartialObjectMetadata of an encoded object.
@@ -90,10 +233,7 @@ pub fn table(
         .map(|obj| {
             let cells: Vec<Value> = match printer {
                 Some(p) => (p.cells)(obj),
-                None => cols
-                    .iter()
-                    .map(|c| lookup(obj, c.json_path).cloned().unwrap_or(Value::Null))
-                    .collect(),
+                None => cols.iter().map(|c| cell(obj, c)).collect(),
             };
             let mut row = Map::new();
             row.insert("cells".into(), Value::Array(cells));
@@ -126,4 +266,34 @@ pub fn table(
     );
     out.insert("rows".into(), Value::Array(rows));
     Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_paths_with_filters_and_brackets() {
+        let obj = json!({"metadata": {"name": "g", "labels": {"a.b/c": "x"}},
+            "spec": {"listeners": [{"name": "http", "port": 80}, {"name": "tls", "port": 443}]},
+            "status": {"conditions": [
+                {"type": "Accepted", "status": "True"},
+                {"type": "Programmed", "status": "False"}]}});
+        let programmed = r#".status.conditions[?(@.type=="Programmed")].status"#;
+        assert_eq!(find(&obj, programmed), [&json!("False")]);
+        assert_eq!(find(&obj, "{.spec.listeners[1].port}"), [&json!(443)]);
+        assert_eq!(
+            find(&obj, ".spec.listeners[*].name"),
+            [&json!("http"), &json!("tls")]
+        );
+        assert_eq!(find(&obj, ".metadata.labels['a.b/c']"), [&json!("x")]);
+        assert!(find(&obj, ".spec.missing").is_empty());
+        let column = PrinterColumn {
+            name: "Ports",
+            type_: "string",
+            json_path: ".spec.listeners[0]",
+            ..PrinterColumn::NAME
+        };
+        assert_eq!(cell(&obj, &column), json!(r#"{"name":"http","port":80}"#));
+    }
 }

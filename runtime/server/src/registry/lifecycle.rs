@@ -365,8 +365,18 @@ impl Store {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let finalizers =
+        let mut finalizers =
             propagation.finalizers(self.kind.default_garbage_collection_policy(), &existing);
+        if !Self::is_deleting(obj) {
+            // The kind's own deletion finalizers join on the first DELETE.
+            for f in self.kind.deletion_finalizers() {
+                let list = finalizers
+                    .get_or_insert_with(|| existing.iter().map(|e| e.to_string()).collect());
+                if !list.iter().any(|e| e == f) {
+                    list.push((*f).to_string());
+                }
+            }
+        }
         let mut marked = obj.clone();
         if let Some(finalizers) = &finalizers {
             let meta = metadata_mut(&mut marked)?;
