@@ -18,7 +18,8 @@
 //! 2. The `x-kubernetes-list-type` `set` / `map` invariants
 //!    (`Duplicate value`).
 //! 3. The CEL rules of `x-kubernetes-validations`, unless an earlier error
-//!    is a type error: then, as upstream, one
+//!    is of a blocking type (type, `Required`, `Unsupported`, `Too long`,
+//!    `Too many`): then, as upstream, one
 //!    `<nil>: Invalid value: null: some validation rules were not checked
 //!    because the object was invalid; correct the existing errors to
 //!    complete validation` stands for them.
@@ -29,6 +30,12 @@
 //! where an old value exists.
 //!
 //! # CEL
+//!
+//! A failed rule is reported as Kubernetes 1.35 and later do: the bad value
+//! is the value itself for a scalar schema (`spec.name: Invalid value: "x":
+//! <message>`) and is omitted for objects and arrays (`spec: Invalid value:
+//! <message>`); earlier releases showed the schema type (`"object"`), as
+//! [`crate::cel`] still does for built-in kinds.
 //!
 //! Rules are compiled by [`CustomSchema::from_json`]; a rule that does not
 //! compile does not fail the parse: it is reported where it applies as
@@ -98,18 +105,20 @@ impl CustomSchema {
         })
     }
 
-    /// Removes the fields the schema does not know, as upstream's pruning:
-    /// `apiVersion`, `kind` and `metadata` are kept at the root and in
-    /// embedded resources (`x-kubernetes-embedded-resource`); the content of
-    /// `metadata` is left to the caller's ObjectMeta handling;
-    /// `x-kubernetes-preserve-unknown-fields` keeps unknown fields.
+    /// Removes the fields the schema does not know, as upstream's
+    /// `pruning.PruneWithOptions` on a resource root: `apiVersion`, `kind`
+    /// and `metadata` are kept at the root and in embedded resources
+    /// (`x-kubernetes-embedded-resource`), the content of `metadata` being
+    /// the caller's (ObjectMeta); `x-kubernetes-preserve-unknown-fields`
+    /// keeps unknown fields (known ones are still pruned by their schema).
     ///
-    /// Returns the removed paths, in upstream's form: `.spec.foo`,
-    /// `.spec.items[0].bar` (upstream's warnings and strict errors name them
-    /// `unknown field "spec.foo"`, without the leading dot).
+    /// Returns the removed paths sorted, in upstream's form (`ReturnPruned`):
+    /// `foo` at the root, `spec.foo`, `spec.items[0].bar` — with no leading
+    /// dot; upstream words them `unknown field "spec.foo"`.
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
         let mut out = Vec::new();
-        prune::prune(&self.root, obj, true, &mut String::new(), &mut out);
+        prune::prune(Some(&self.root), obj, true, "", &mut out);
+        out.sort();
         out
     }
 
@@ -142,7 +151,19 @@ impl CustomSchema {
         let mut errs = ErrorList::default();
         validate::openapi(&self.root, obj, old, "", &mut errs);
         validate::list_types(&self.root, obj, old, &FieldPath::root(), &mut errs);
-        if errs.iter().any(|e| e.type_ == ErrorType::TypeInvalid) {
+        // upstream `hasBlockingErr`: errors that leave the object without
+        // the shape (and size bounds) the rules were written for.
+        let blocking = errs.iter().any(|e| {
+            matches!(
+                e.type_,
+                ErrorType::NotSupported
+                    | ErrorType::Required
+                    | ErrorType::TooLong
+                    | ErrorType::TooMany
+                    | ErrorType::TypeInvalid
+            )
+        });
+        if blocking {
             errs.push(FieldError::invalid(
                 "<nil>",
                 Value::Null,

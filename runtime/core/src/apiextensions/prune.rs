@@ -4,55 +4,111 @@ use serde_json::Value;
 
 use super::schema::{Additional, Node};
 
-/// Prunes `v` below `node`, recording removed fields as `.a.b[0].c` in
-/// `out`. `resource` is set at the root and at embedded resources, whose
-/// `apiVersion`, `kind` and `metadata` are kept.
+/// The fields a resource keeps whatever its schema says.
+fn is_meta(k: &str) -> bool {
+    matches!(k, "apiVersion" | "kind" | "metadata")
+}
+
+/// The recorded path of a key below `path`: `spec`, `spec.foo`,
+/// `spec.items[0].bar`.
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// The schema of an object's values that no property names: `None` for
+/// `additionalProperties: true` (upstream prunes below it as below no
+/// schema), `Some(None)` when unset.
+fn additional(node: &Node) -> Option<Option<&Node>> {
+    match &node.additional {
+        Additional::Schema(s) => Some(Some(s)),
+        Additional::Bool(true) => Some(None),
+        _ => None,
+    }
+}
+
+/// Prunes `v` below `node` (`None`: no schema, everything in objects goes),
+/// recording removed fields in `out`. `resource` marks the root, which,
+/// like embedded resources, keeps `apiVersion`, `kind` and `metadata`.
 pub(crate) fn prune(
-    node: &Node,
+    node: Option<&Node>,
     v: &mut Value,
     resource: bool,
-    path: &mut String,
+    path: &str,
     out: &mut Vec<String>,
 ) {
+    if let Some(n) = node
+        && n.preserve_unknown
+    {
+        return skip(n, v, resource, path, out);
+    }
     match v {
         Value::Object(map) => {
-            let keep_meta = resource || node.embedded;
+            let Some(n) = node else {
+                for k in map.keys() {
+                    out.push(join(path, k));
+                }
+                map.clear();
+                return;
+            };
+            let embedded = resource || n.embedded;
             let mut removed = Vec::new();
             for (k, item) in map.iter_mut() {
-                let len = path.len();
-                path.push('.');
-                path.push_str(k);
-                if keep_meta && (k == "apiVersion" || k == "kind") {
-                    // kept whatever the schema says
-                } else if keep_meta && k == "metadata" {
-                    // ObjectMeta is pruned by the caller, not by the schema.
-                } else if let Some(prop) = node.properties.get(k) {
-                    prune(prop, item, false, path, out);
-                } else {
-                    match &node.additional {
-                        Additional::Schema(add) => prune(add, item, false, path, out),
-                        Additional::Bool(true) => {}
-                        _ if node.preserve_unknown => {}
-                        _ => {
-                            removed.push(k.clone());
-                            out.push(path.clone());
-                        }
-                    }
+                if embedded && is_meta(k) {
+                    continue;
                 }
-                path.truncate(len);
+                if let Some(prop) = n.properties.get(k) {
+                    prune(Some(prop), item, false, &join(path, k), out);
+                } else if let Some(add) = additional(n) {
+                    prune(add, item, false, &join(path, k), out);
+                } else {
+                    out.push(join(path, k));
+                    removed.push(k.clone());
+                }
             }
             for k in removed {
                 map.remove(&k);
             }
         }
         Value::Array(items) => {
-            if let Some(item_node) = node.items.as_deref() {
-                for (i, item) in items.iter_mut().enumerate() {
-                    let len = path.len();
-                    path.push_str(&format!("[{i}]"));
-                    prune(item_node, item, false, path, out);
-                    path.truncate(len);
+            let item_node = node.and_then(|n| n.items.as_deref());
+            for (i, item) in items.iter_mut().enumerate() {
+                prune(item_node, item, false, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Below `x-kubernetes-preserve-unknown-fields`: unknown fields stay, known
+/// ones are pruned by their schema.
+fn skip(n: &Node, v: &mut Value, resource: bool, path: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            let embedded = resource || n.embedded;
+            for (k, item) in map.iter_mut() {
+                if embedded && is_meta(k) {
+                    continue;
                 }
+                if let Some(prop) = n.properties.get(k) {
+                    prune(Some(prop), item, false, &join(path, k), out);
+                } else if let Some(add) = additional(n) {
+                    prune(add, item, false, &join(path, k), out);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                prune(
+                    n.items.as_deref(),
+                    item,
+                    false,
+                    &format!("{path}[{i}]"),
+                    out,
+                );
             }
         }
         _ => {}

@@ -220,13 +220,49 @@ impl CompiledRule {
     }
 }
 
-fn error_for(reason: Reason, path: &FieldPath, type_: &str, detail: String) -> FieldError {
-    match reason {
-        Reason::Invalid => FieldError::invalid(path, type_, detail),
-        Reason::Forbidden => FieldError::forbidden(path, detail),
-        Reason::Required => FieldError::required(path, detail),
-        Reason::Duplicate => FieldError::duplicate(path, type_),
+/// The error of a failed rule. Since Kubernetes 1.35 the bad value is the
+/// value itself for scalars and is omitted for objects and arrays (by the
+/// schema's type).
+fn error_for(
+    reason: Reason,
+    path: &FieldPath,
+    node: &Node,
+    value: &Value,
+    detail: String,
+) -> FieldError {
+    let shown = match node.type_.as_str() {
+        "object" | "array" => None,
+        _ => Some(value.clone()),
+    };
+    let mut e = match reason {
+        Reason::Invalid => FieldError::invalid(path, Value::Null, detail),
+        Reason::Forbidden => return FieldError::forbidden(path, detail),
+        Reason::Required => return FieldError::required(path, detail),
+        Reason::Duplicate => FieldError::duplicate(path, Value::Null),
+    };
+    e.bad_value = shown;
+    e
+}
+
+/// The path of a rule's `fieldPath` below `path`: a named property is a
+/// child (`a.b`), a key of a map a key (`m[k]`).
+fn rule_path(node: &Node, path: &FieldPath, segments: &[String]) -> FieldPath {
+    let mut at = path.clone();
+    let mut cur = Some(node);
+    for seg in segments {
+        match cur {
+            Some(n) if n.properties.is_empty() && n.additional.schema().is_some() => {
+                at = at.key(seg);
+                cur = n.additional.schema();
+            }
+            Some(n) => {
+                at = at.child(seg);
+                cur = n.properties.get(seg);
+            }
+            None => at = at.child(seg),
+        }
     }
+    at
 }
 
 /// Evaluates the rules of `node` on `value`, then those below it.
@@ -259,10 +295,7 @@ pub(crate) fn validate(
             if !rule.transition && unchanged {
                 continue;
             }
-            let mut at = path.clone();
-            for c in &rule.field_path {
-                at = at.child(c);
-            }
+            let at = rule_path(node, path, &rule.field_path);
             let program = match &rule.program {
                 Ok(p) => p,
                 Err(e) => {
@@ -277,7 +310,7 @@ pub(crate) fn validate(
             match program.execute(&ctx) {
                 Ok(cel::Value::Bool(true)) => {}
                 Ok(cel::Value::Bool(false)) => {
-                    errs.push(error_for(rule.reason, &at, &node.type_, rule.detail(&ctx)));
+                    errs.push(error_for(rule.reason, &at, node, value, rule.detail(&ctx)));
                 }
                 Ok(other) => errs.push(FieldError::invalid(
                     path,

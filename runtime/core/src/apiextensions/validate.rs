@@ -494,12 +494,8 @@ pub(crate) fn list_types(
         Value::Array(items) => {
             match node.list_type.as_deref() {
                 Some("set") => {
-                    let mut reported: Vec<&Value> = Vec::new();
-                    for (i, item) in items.iter().enumerate() {
-                        if items[..i].contains(item) && !reported.contains(&item) {
-                            reported.push(item);
-                            errs.push(FieldError::duplicate(path.index(i), item.clone()));
-                        }
+                    for i in first_repeats(items) {
+                        errs.push(duplicate(path.index(i), &items[i]));
                     }
                 }
                 Some("map") => list_map(node, items, path, errs),
@@ -529,51 +525,63 @@ pub(crate) fn list_types(
 }
 
 fn list_map(node: &Node, items: &[Value], path: &FieldPath, errs: &mut ErrorList) {
-    let before = errs.len();
-    for (i, item) in items.iter().enumerate() {
-        if !item.is_null() && !item.is_object() {
-            errs.push(FieldError::invalid(
-                path.index(i),
-                item.clone(),
-                "must be an object for an array of list-type map",
-            ));
-        }
-    }
-    if errs.len() > before {
+    // Only objects and nulls; the first other item is the only error.
+    if let Some((i, item)) = items
+        .iter()
+        .enumerate()
+        .find(|(_, x)| !x.is_null() && !x.is_object())
+    {
+        errs.push(FieldError::invalid(
+            path.index(i),
+            item.clone(),
+            "must be an object for an array of list-type map",
+        ));
         return;
     }
-    let item_node = node.items.as_deref();
-    // The key of an item: its key fields, defaulted from the schema; a
-    // missing key without default is a value of its own (never equal).
-    let key_of = |item: &serde_json::Map<String, Value>| -> Option<serde_json::Map<String, Value>> {
-        let mut key = serde_json::Map::new();
-        for k in &node.list_map_keys {
-            let value = item.get(k).cloned().or_else(|| {
-                item_node
-                    .and_then(|n| n.properties.get(k))
-                    .and_then(|p| p.default.clone())
-            })?;
-            key.insert(k.clone(), value);
+    // The key of an item: the key fields it has (a null item, or one
+    // without the key, has an empty key, equal to other such items).
+    let keys: Vec<Value> = items
+        .iter()
+        .map(|item| {
+            let mut key = serde_json::Map::new();
+            if let Some(obj) = item.as_object() {
+                for k in &node.list_map_keys {
+                    if let Some(v) = obj.get(k) {
+                        key.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            Value::Object(key)
+        })
+        .collect();
+    for i in first_repeats(&keys) {
+        errs.push(duplicate(path.index(i), &keys[i]));
+    }
+}
+
+/// The index of the second appearance of each repeated value.
+fn first_repeats(values: &[Value]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let earlier = values[..i].iter().filter(|e| *e == v).count();
+        if earlier == 1 {
+            out.push(i);
         }
-        Some(key)
-    };
-    let mut seen: Vec<serde_json::Map<String, Value>> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let Some(obj) = item.as_object() else {
-            continue;
-        };
-        let Some(key) = key_of(obj) else {
-            continue;
-        };
-        if seen.contains(&key) {
-            errs.push(FieldError {
-                type_: ErrorType::Duplicate,
-                field: path.index(i).into(),
-                bad_value: None,
-                detail: go_syntax(&Value::Object(key)),
-            });
-        } else {
-            seen.push(key);
+    }
+    out
+}
+
+/// `field.Duplicate`, whose value Go renders with `%#v` for maps and
+/// slices (`map[string]interface {}{"name":"a"}`).
+fn duplicate(path: FieldPath, v: &Value) -> FieldError {
+    if v.is_object() || v.is_array() {
+        FieldError {
+            type_: ErrorType::Duplicate,
+            field: path.into(),
+            bad_value: None,
+            detail: go_syntax(v),
         }
+    } else {
+        FieldError::duplicate(path, v.clone())
     }
 }
