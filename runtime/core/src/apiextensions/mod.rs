@@ -46,7 +46,13 @@
 //! and these Kubernetes library functions: `isIP`, `isCIDR`, `isURL`,
 //! `find`, `findAll`.
 //!
+//! `self` and `oldSelf` are typed from the schema as Kubernetes does:
+//! `number` values are doubles, strings of `format: date-time` / `date` are
+//! timestamps, `duration` durations and `byte` bytes.
+//!
 //! Not provided, compared with upstream:
+//! - at the root, upstream shows rules only `metadata.name` and
+//!   `metadata.generateName`; here `self.metadata` is the whole metadata;
 //! - runtime cost limits and the static cost estimation of rules at CRD
 //!   creation (a rule runs to completion however costly);
 //! - static type checking of rules against the schema (an unknown field is

@@ -265,6 +265,65 @@ fn rule_path(node: &Node, path: &FieldPath, segments: &[String]) -> FieldPath {
     at
 }
 
+/// Runs a one-variable conversion program (`duration(v)`, `timestamp(v)`).
+fn convert(program: &OnceLock<Option<cel::Program>>, src: &str, s: &str) -> Option<cel::Value> {
+    let p = program.get_or_init(|| env().compile(src).ok()).as_ref()?;
+    let mut ctx = cel::Context::with_env(env());
+    ctx.add_variable_from_value("v", cel::Value::String(Arc::new(s.to_string())));
+    p.execute(&ctx).ok()
+}
+
+/// The CEL value of `v` as Kubernetes types it from the schema: `number`s
+/// are doubles, strings of `format` `duration` durations, `date` and
+/// `date-time` timestamps, `byte` bytes; anything the schema does not
+/// describe converts as plain JSON ([`to_cel`]). A value that does not parse
+/// in its format stays a string.
+fn typed(node: Option<&Node>, v: &Value) -> cel::Value {
+    static DURATION: OnceLock<Option<cel::Program>> = OnceLock::new();
+    static TIMESTAMP: OnceLock<Option<cel::Program>> = OnceLock::new();
+    let Some(node) = node else {
+        return to_cel(v);
+    };
+    match v {
+        Value::Object(map) => {
+            let m: std::collections::HashMap<cel::objects::Key, cel::Value> = map
+                .iter()
+                .map(|(k, item)| {
+                    let child = node.properties.get(k).or_else(|| node.additional.schema());
+                    (cel::objects::Key::from(k.as_str()), typed(child, item))
+                })
+                .collect();
+            cel::Value::Map(m.into())
+        }
+        Value::Array(items) => {
+            let item_node = node.items.as_deref();
+            cel::Value::List(Arc::new(
+                items.iter().map(|i| typed(item_node, i)).collect(),
+            ))
+        }
+        Value::Number(n) if node.type_ == "number" => {
+            cel::Value::Float(n.as_f64().unwrap_or(f64::NAN))
+        }
+        Value::String(s) => {
+            let converted = match node.format.as_deref() {
+                Some("duration") => convert(&DURATION, "duration(v)", s),
+                Some("date-time") => convert(&TIMESTAMP, "timestamp(v)", s),
+                Some("date") => convert(&TIMESTAMP, "timestamp(v)", &format!("{s}T00:00:00Z")),
+                Some("byte") => {
+                    use base64::Engine;
+                    base64::engine::general_purpose::STANDARD
+                        .decode(s)
+                        .ok()
+                        .map(|b| cel::Value::Bytes(Arc::new(b)))
+                }
+                _ => None,
+            };
+            converted.unwrap_or_else(|| to_cel(v))
+        }
+        _ => to_cel(v),
+    }
+}
+
 /// Evaluates the rules of `node` on `value`, then those below it.
 /// `old` is the correlated old value (updates); `ratchet` drops the rules
 /// that are not transition rules where the value is unchanged.
@@ -281,9 +340,9 @@ pub(crate) fn validate(
     let unchanged = old.is_some_and(|o| o == value);
     if !node.rules.is_empty() {
         let mut ctx = cel::Context::with_env(env());
-        ctx.add_variable_from_value("self", to_cel(value));
+        ctx.add_variable_from_value("self", typed(Some(node), value));
         if let Some(o) = old {
-            ctx.add_variable_from_value("oldSelf", to_cel(o));
+            ctx.add_variable_from_value("oldSelf", typed(Some(node), o));
         }
         for rule in &node.rules {
             if rule.optional_old_self || (rule.transition && old.is_none()) {

@@ -243,6 +243,40 @@ fn cel_rules() {
     assert_eq!(errs.0[1].type_.reason(), "FieldValueDuplicate");
 }
 
+// Values are typed from the schema as Kubernetes' CEL does
+// (apiserver/pkg/cel/common/values.go): number → double, format
+// date-time/date → timestamp, duration → duration, byte → bytes.
+#[test]
+fn cel_values_are_typed_by_the_schema() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "ratio": {"type": "number", "x-kubernetes-validations": [{"rule": "type(self) == double && self > 0.5"}]},
+            "at": {"type": "string", "format": "date-time",
+                   "x-kubernetes-validations": [{"rule": "self < timestamp('2030-01-01T00:00:00Z')"}]},
+            "day": {"type": "string", "format": "date",
+                    "x-kubernetes-validations": [{"rule": "self > timestamp('2020-01-01T00:00:00Z')"}]},
+            "wait": {"type": "string", "format": "duration",
+                     "x-kubernetes-validations": [{"rule": "self <= duration('1h')"}]},
+            "data": {"type": "string", "format": "byte", "x-kubernetes-validations": [{"rule": "size(self) == 3"}]},
+        },
+    }));
+    let ok = obj(
+        json!({"ratio": 1, "at": "2026-01-01T10:00:00Z", "day": "2026-02-03", "wait": "30m", "data": "YWJj"}),
+    );
+    assert_eq!(messages(&s.validate(&ok)), Vec::<String>::new());
+    // CEL errors follow the object's field order (upstream: Go map order).
+    let bad = obj(json!({"ratio": 0, "at": "2031-01-01T10:00:00Z", "wait": "2h"}));
+    assert_eq!(
+        messages(&s.validate(&bad)),
+        [
+            "spec.ratio: Invalid value: 0: failed rule: type(self) == double && self > 0.5",
+            "spec.at: Invalid value: \"2031-01-01T10:00:00Z\": failed rule: self < timestamp('2030-01-01T00:00:00Z')",
+            "spec.wait: Invalid value: \"2h\": failed rule: self <= duration('1h')",
+        ]
+    );
+}
+
 // Rules that do not compile are reported where they apply; evaluation
 // errors as `<error> evaluating rule: <rule>`.
 #[test]
@@ -411,6 +445,28 @@ fn bad_schemas_are_refused() {
         }
         assert_eq!(CustomSchema::from_json(&deep).is_ok(), ok, "{depth}");
     }
+}
+
+// The passes follow the schema, whose depth is bounded: the deepest schema
+// accepted is walked without exhausting a test thread's stack.
+#[test]
+fn deepest_schemas_are_walked() {
+    let depth = 95;
+    let mut sch = json!({"type": "string", "default": "d", "x-kubernetes-validations": [{"rule": "self == 'd'"}]});
+    let mut val = json!("wrong");
+    for _ in 0..depth {
+        sch = json!({"type": "object", "properties": {"a": sch}, "x-kubernetes-validations": [{"rule": "true"}]});
+        val = json!({"a": val, "x": 1});
+    }
+    let Ok(s) = CustomSchema::from_json(&sch) else {
+        panic!("a schema of depth {depth} is accepted");
+    };
+    let pruned = s.prune(&mut val);
+    assert_eq!(pruned.len(), depth);
+    s.apply_defaults(&mut val);
+    let errs = s.validate(&val);
+    assert_eq!(errs.len(), 1, "{:?}", messages(&errs));
+    assert!(s.validate_update(&val, &val).is_empty());
 }
 
 // ---- Gateway API: every CRD version parses, every example validates. ----
