@@ -1,11 +1,11 @@
 //! Serving custom resources from a CRD version's `openAPIV3Schema`: the
 //! pure, schema-driven half of apiextensions-apiserver.
 //!
-//! [`CustomSchema::from_json`] parses the schema once (compiling its
+//! [`CustomSchema::from_json`](crate::apiextensions::CustomSchema::from_json) parses the schema once (compiling its
 //! `pattern`s and CEL rules); the object passes then follow upstream's
-//! order on a write: [`CustomSchema::prune`] (unknown fields), then
-//! [`CustomSchema::apply_defaults`], then [`CustomSchema::validate`] or
-//! [`CustomSchema::validate_update`].
+//! order on a write: [`CustomSchema::prune`](crate::apiextensions::CustomSchema::prune) (unknown fields), then
+//! [`CustomSchema::apply_defaults`](crate::apiextensions::CustomSchema::apply_defaults), then [`CustomSchema::validate`](crate::apiextensions::CustomSchema::validate) or
+//! [`CustomSchema::validate_update`](crate::apiextensions::CustomSchema::validate_update).
 //!
 //! Validation reports what upstream reports, with its field paths and
 //! messages:
@@ -37,7 +37,7 @@
 //! <message>`); earlier releases showed the schema type (`"object"`), as
 //! [`crate::cel`] still does for built-in kinds.
 //!
-//! Rules are compiled by [`CustomSchema::from_json`]; a rule that does not
+//! Rules are compiled by [`CustomSchema::from_json`](crate::apiextensions::CustomSchema::from_json); a rule that does not
 //! compile does not fail the parse: it is reported where it applies as
 //! `Invalid value: "<type>": rule compile error: ...`, as upstream reports
 //! rules that failed to compile. The environment is the `cel` crate's
