@@ -232,6 +232,9 @@ fn error_for(
 ) -> FieldError {
     let shown = match node.type_.as_str() {
         "object" | "array" => None,
+        // Untyped nodes (allOf members, preserved fields): structured
+        // values are omitted too, as upstream's field errors avoid them.
+        _ if value.is_object() || value.is_array() => None,
         _ => Some(value.clone()),
     };
     let mut e = match reason {
@@ -393,6 +396,10 @@ pub(crate) fn validate(
                 }
             }
         }
+    }
+    // Rules under allOf apply to the same value (upstream's AllOfValidators).
+    for sub in &node.checks.all_of {
+        validate(sub, value, old, path, errs);
     }
     match value {
         Value::Object(map) => {

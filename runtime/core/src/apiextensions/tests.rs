@@ -277,6 +277,19 @@ fn cel_values_are_typed_by_the_schema() {
     );
 }
 
+// Rules inside allOf run on the same value (upstream AllOfValidators).
+#[test]
+fn cel_rules_under_all_of() {
+    let s = schema(json!({
+        "type": "object",
+        "allOf": [{"x-kubernetes-validations": [{"rule": "has(self.a)", "message": "a is needed"}]}],
+    }));
+    assert_eq!(
+        messages(&s.validate(&obj(json!({})))),
+        ["spec: Invalid value: a is needed"]
+    );
+}
+
 // Rules that do not compile are reported where they apply; evaluation
 // errors as `<error> evaluating rule: <rule>`.
 #[test]
