@@ -13,6 +13,8 @@
 //!   implements, its static [`resource::KindInfo`], and the overridable
 //!   [`resource::Strategy`] hooks.
 //! - [`cel`]: CEL rules (`x-kubernetes-validations`) evaluated on objects.
+//! - [`apiextensions`]: custom resources served from a CRD's structural
+//!   schema: pruning, defaulting, OpenAPI and CEL validation.
 //! - [`scheme`]: the registry of kinds and versions, and the type-erased
 //!   operations every layer above storage uses.
 //! - [`scale`]: `autoscaling/v1` `Scale`, the body of every `/scale`
@@ -33,7 +35,8 @@
 // The built-in kinds' generated code names `::apiforge_runtime::codegen::v1`.
 extern crate self as apiforge_runtime;
 
-/// Structural schemas of custom resources: pruning, defaulting, validation.
+/// Custom resources from a CRD version's `openAPIV3Schema`: pruning,
+/// defaulting and validation (OpenAPI, list types, CEL rules).
 pub mod apiextensions;
 pub mod builtin;
 pub mod bundle;
