@@ -31,11 +31,10 @@
 //!
 //! # CEL
 //!
-//! A failed rule is reported as Kubernetes 1.35 and later do: the bad value
-//! is the value itself for a scalar schema (`spec.name: Invalid value: "x":
-//! <message>`) and is omitted for objects and arrays (`spec: Invalid value:
-//! <message>`); earlier releases showed the schema type (`"object"`), as
-//! [`crate::cel`] still does for built-in kinds.
+//! A failed rule is reported as Kubernetes 1.33 (the version the server
+//! reports) does, and as [`crate::cel`] does for compiled-in kinds: the bad
+//! value is the schema's type (`spec.listeners: Invalid value: "array":
+//! <message>`). (1.35 shows a scalar's value and omits structured ones.)
 //!
 //! Rules are compiled by [`CustomSchema::from_json`](crate::apiextensions::CustomSchema::from_json); a rule that does not
 //! compile does not fail the parse: it is reported where it applies as

@@ -220,31 +220,18 @@ impl CompiledRule {
     }
 }
 
-/// The error of a failed rule. Since Kubernetes 1.35 the bad value is the
-/// value itself for scalars and is omitted for objects and arrays (by the
-/// schema's type).
-fn error_for(
-    reason: Reason,
-    path: &FieldPath,
-    node: &Node,
-    value: &Value,
-    detail: String,
-) -> FieldError {
-    let shown = match node.type_.as_str() {
-        "object" | "array" => None,
-        // Untyped nodes (allOf members, preserved fields): structured
-        // values are omitted too, as upstream's field errors avoid them.
-        _ if value.is_object() || value.is_array() => None,
-        _ => Some(value.clone()),
-    };
-    let mut e = match reason {
-        Reason::Invalid => FieldError::invalid(path, Value::Null, detail),
-        Reason::Forbidden => return FieldError::forbidden(path, detail),
-        Reason::Required => return FieldError::required(path, detail),
-        Reason::Duplicate => FieldError::duplicate(path, Value::Null),
-    };
-    e.bad_value = shown;
-    e
+/// The error of a failed rule, as Kubernetes 1.33 (the version this
+/// server reports) gives it: the bad value is the schema's type
+/// (`spec.listeners: Invalid value: "array": ...`). (Kubernetes 1.35
+/// shows scalars' values instead.)
+fn error_for(reason: Reason, path: &FieldPath, node: &Node, detail: String) -> FieldError {
+    let shown = Value::String(node.type_.clone());
+    match reason {
+        Reason::Invalid => FieldError::invalid(path, shown, detail),
+        Reason::Forbidden => FieldError::forbidden(path, detail),
+        Reason::Required => FieldError::required(path, detail),
+        Reason::Duplicate => FieldError::duplicate(path, shown),
+    }
 }
 
 /// The path of a rule's `fieldPath` below `path`: a named property is a
@@ -372,7 +359,7 @@ pub(crate) fn validate(
             match program.execute(&ctx) {
                 Ok(cel::Value::Bool(true)) => {}
                 Ok(cel::Value::Bool(false)) => {
-                    errs.push(error_for(rule.reason, &at, node, value, rule.detail(&ctx)));
+                    errs.push(error_for(rule.reason, &at, node, rule.detail(&ctx)));
                 }
                 Ok(other) => errs.push(FieldError::invalid(
                     path,

@@ -200,9 +200,9 @@ fn list_types() {
     );
 }
 
-// schema/cel/validation.go (1.35+, kubernetes#133832): the bad value is the
-// value for scalar schemas and omitted for objects and arrays; default
-// message `failed rule: <rule>`; messageExpression; reason; fieldPath.
+// schema/cel/validation.go before 1.35 (kubernetes#133832 changed it): the
+// bad value is the schema's type (`sts.Type`); default message
+// `failed rule: <rule>`; messageExpression; reason; fieldPath.
 #[test]
 fn cel_rules() {
     let s = schema(json!({
@@ -227,9 +227,9 @@ fn cel_rules() {
     assert_eq!(
         messages(&errs),
         [
-            "spec: Invalid value: min 0 exceeds max",
+            "spec: Invalid value: \"object\": min 0 exceeds max",
             "spec.min: Forbidden: min must be positive",
-            "spec.name: Invalid value: \"x\": failed rule: self.startsWith('db-')",
+            "spec.name: Invalid value: \"string\": failed rule: self.startsWith('db-')",
         ]
     );
     let errs = s.validate(&obj(json!({"min": 1, "max": 200})));
@@ -237,7 +237,7 @@ fn cel_rules() {
         messages(&errs),
         [
             "spec.name: Required value: name is required",
-            "spec: Duplicate value",
+            "spec: Duplicate value: \"object\"",
         ]
     );
     assert_eq!(errs.0[1].type_.reason(), "FieldValueDuplicate");
@@ -270,9 +270,9 @@ fn cel_values_are_typed_by_the_schema() {
     assert_eq!(
         messages(&s.validate(&bad)),
         [
-            "spec.ratio: Invalid value: 0: failed rule: type(self) == double && self > 0.5",
-            "spec.at: Invalid value: \"2031-01-01T10:00:00Z\": failed rule: self < timestamp('2030-01-01T00:00:00Z')",
-            "spec.wait: Invalid value: \"2h\": failed rule: self <= duration('1h')",
+            "spec.ratio: Invalid value: \"number\": failed rule: type(self) == double && self > 0.5",
+            "spec.at: Invalid value: \"string\": failed rule: self < timestamp('2030-01-01T00:00:00Z')",
+            "spec.wait: Invalid value: \"string\": failed rule: self <= duration('1h')",
         ]
     );
 }
@@ -286,7 +286,7 @@ fn cel_rules_under_all_of() {
     }));
     assert_eq!(
         messages(&s.validate(&obj(json!({})))),
-        ["spec: Invalid value: a is needed"]
+        ["spec: Invalid value: \"\": a is needed"]
     );
 }
 
@@ -335,7 +335,7 @@ fn updates_ratchet_and_transition_rules() {
         messages(&errs),
         [
             "spec.size: Invalid value: 6: spec.size in body should be less than or equal to 5",
-            "spec.size: Invalid value: 6: may not shrink",
+            "spec.size: Invalid value: \"integer\": may not shrink",
         ]
     );
 }
@@ -657,7 +657,7 @@ fn gateway_api_mutations_fail_with_the_crd_messages() {
         ]})),
         [
             "spec.listeners[1]: Duplicate value: map[string]interface {}{\"name\":\"http\"}",
-            "spec.listeners: Invalid value: Listener name must be unique within the Gateway",
+            "spec.listeners: Invalid value: \"array\": Listener name must be unique within the Gateway",
         ]
     );
     // A hostname address breaking the address rule.
@@ -667,7 +667,7 @@ fn gateway_api_mutations_fail_with_the_crd_messages() {
     assert_eq!(
         errs,
         [
-            "spec.addresses[0]: Invalid value: Hostname value must be empty or contain only valid characters (matching ^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)"
+            "spec.addresses[0]: Invalid value: \"object\": Hostname value must be empty or contain only valid characters (matching ^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)"
         ]
     );
     // A hostname on a TCP listener.
@@ -676,7 +676,7 @@ fn gateway_api_mutations_fail_with_the_crd_messages() {
     assert_eq!(
         errs,
         [
-            "spec.listeners: Invalid value: hostname must not be specified for protocols ['TCP', 'UDP']"
+            "spec.listeners: Invalid value: \"array\": hostname must not be specified for protocols ['TCP', 'UDP']"
         ]
     );
     // An invalid enum (TLS mode).
