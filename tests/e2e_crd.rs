@@ -394,3 +394,135 @@ async fn definitions_and_resources_come_back_after_a_restart() {
     let kept = api.get("kept").await.expect("served after restart");
     assert_eq!(kept.data["spec"]["size"], "s");
 }
+
+/// The Status causes (field, reason, message) of a refused write.
+fn causes(result: Result<DynamicObject, kube::Error>) -> Vec<(String, String, String)> {
+    match result {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+            let mut out: Vec<(String, String, String)> = status
+                .details
+                .map(|d| d.causes)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| (c.field, c.reason, c.message))
+                .collect();
+            out.sort();
+            out
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+/// One declaration served natively and as a CRD: `apiforge crd` prints the
+/// showcase group's definitions, applied to apiforge itself under another
+/// group; invalid Databases get the same answers from both.
+#[tokio::test]
+async fn a_rust_kind_as_a_crd_validates_like_the_compiled_kind() {
+    const CRD_GROUP: &str = "showcase.crd.example.com";
+    let server = Server::start().await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_apiforge"))
+        .args(["crd", "showcase.apiforge.dev", "--as-group", CRD_GROUP])
+        .output()
+        .expect("apiforge crd");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join("showcase.yaml");
+    std::fs::write(&file, &out.stdout).expect("write");
+    let k = Kubectl::new(&server);
+    let applied = k.ok(&["apply", "-f", &file.display().to_string()]);
+    assert!(
+        applied.contains("databases.showcase.crd.example.com created"),
+        "{applied}"
+    );
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=10s",
+        "crd/databases.showcase.crd.example.com",
+    ]);
+    let client = server.client().await;
+    let resource = |group: &str| ApiResource {
+        group: group.into(),
+        version: "v1".into(),
+        api_version: format!("{group}/v1"),
+        kind: "Database".into(),
+        plural: "databases".into(),
+    };
+    let native: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &resource("showcase.apiforge.dev"),
+    );
+    let custom: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &resource(CRD_GROUP));
+    let database = |group: &str, name: &str, spec: Value| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": format!("{group}/v1"), "kind": "Database",
+            "metadata": {"name": name}, "spec": spec
+        }))
+        .expect("database")
+    };
+    let invalid = [
+        json!({"version": "x.y", "replicas": 12}),
+        json!({"engine": "mysql", "version": "8.0", "replicas": 5}),
+        json!({"version": "16", "users": [
+            {"name": "app", "privileges": ["read", "root"]},
+            {"name": "app"},
+            {"name": "Bad_Name"}
+        ]}),
+        json!({"version": "16", "storage": {"sizeGiB": 0, "className": "Not A Class"}}),
+        json!({"engine": "oracle", "version": "1"}),
+    ];
+    for (i, spec) in invalid.iter().enumerate() {
+        let name = format!("bad-{i}");
+        let a = causes(
+            native
+                .create(
+                    &PostParams::default(),
+                    &database("showcase.apiforge.dev", &name, spec.clone()),
+                )
+                .await,
+        );
+        let b = causes(
+            custom
+                .create(
+                    &PostParams::default(),
+                    &database(CRD_GROUP, &name, spec.clone()),
+                )
+                .await,
+        );
+        assert!(!a.is_empty(), "{spec}");
+        assert_eq!(a, b, "{spec}");
+    }
+    // Updates: an immutable field and a transition rule.
+    for (group, api) in [("showcase.apiforge.dev", &native), (CRD_GROUP, &custom)] {
+        api.create(
+            &PostParams::default(),
+            &database(
+                group,
+                "good",
+                json!({"version": "16", "storage": {"sizeGiB": 20}}),
+            ),
+        )
+        .await
+        .expect("valid");
+    }
+    let mut answers = Vec::new();
+    for api in [&native, &custom] {
+        let result = api
+            .patch(
+                "good",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"engine": "mysql", "storage": {"sizeGiB": 5}}})),
+            )
+            .await;
+        answers.push(causes(result));
+    }
+    assert!(!answers[0].is_empty());
+    assert_eq!(answers[0], answers[1]);
+}

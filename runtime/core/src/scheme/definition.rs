@@ -38,6 +38,7 @@ pub fn definition_of(group: &Group, kind: &Kind, group_name: Option<&str>) -> Va
         let root = ops.schema(&mut generator).to_value();
         let definitions = generator.take_definitions(true);
         let mut schema = structural(&root, &definitions, 0, &mut Vec::new());
+        drop_defaults(&mut schema);
         if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
             props.insert("apiVersion".into(), json!({"type": "string"}));
             props.insert("kind".into(), json!({"type": "string"}));
@@ -146,8 +147,8 @@ pub fn definitions_of(group: &Group, group_name: Option<&str>) -> Vec<Value> {
 }
 
 /// Keywords a structural schema does not allow (or that mean nothing
-/// there).
-const DROPPED: [&str; 7] = [
+/// there: JSONSchemaProps has no field for the patch extensions).
+const DROPPED: [&str; 9] = [
     "$schema",
     "$id",
     "definitions",
@@ -155,7 +156,60 @@ const DROPPED: [&str; 7] = [
     "readOnly",
     "writeOnly",
     "title",
+    "x-kubernetes-patch-strategy",
+    "x-kubernetes-patch-merge-key",
 ];
+
+/// Whether `schema` only admits `null` (the other half of an `Option`).
+fn is_null_only(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("null")
+        || schema.get("enum") == Some(&json!([null]))
+}
+
+/// A `oneOf`/`anyOf` whose members are all enums of one type (a Rust enum
+/// with documented variants): one enum of that type.
+fn merged_enum(members: &[Value]) -> Option<Value> {
+    let type_ = members.first()?.get("type")?.as_str()?;
+    let mut values = Vec::new();
+    for m in members {
+        if m.get("type").and_then(Value::as_str) != Some(type_) {
+            return None;
+        }
+        values.extend(m.get("enum")?.as_array()?.iter().cloned());
+    }
+    Some(json!({"type": type_, "enum": values}))
+}
+
+/// Whether a `default` is kept: scalars that are not Rust's empty
+/// defaults (`serde(default)` publishes a default for every field;
+/// structural schemas require defaults that validate, which `""` and
+/// objects of zeroes rarely do).
+fn keep_default(value: &Value) -> bool {
+    match value {
+        Value::String(s) => !s.is_empty(),
+        Value::Number(_) | Value::Bool(_) => true,
+        _ => false,
+    }
+}
+
+/// Removes the defaults [`keep_default`] does not keep, everywhere.
+fn drop_defaults(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("default").is_some_and(|d| !keep_default(d)) {
+                map.remove("default");
+            }
+            for (k, v) in map.iter_mut() {
+                // Inside `default`, `enum` and `example` values are data.
+                if !matches!(k.as_str(), "default" | "enum" | "example") {
+                    drop_defaults(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_defaults),
+        _ => {}
+    }
+}
 
 /// `schema` made structural (see the module documentation); `seen` holds
 /// the references being inlined (a recursion cuts there).
@@ -204,17 +258,30 @@ fn structural(
         }
         return structural(&Value::Object(merged), definitions, depth, seen);
     }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(Value::Array(members)) = map.get(key)
+            && let Some(merged) = merged_enum(members)
+        {
+            let mut out = map.clone();
+            out.remove(key);
+            out.remove("x-kubernetes-preserve-unknown-fields");
+            if let Value::Object(m) = merged {
+                out.extend(m);
+            }
+            return structural(&Value::Object(out), definitions, depth, seen);
+        }
+    }
     // `anyOf: [X, {nullable/null}]` → X, nullable.
     if let Some(Value::Array(any)) = map.get("anyOf") {
-        let non_null: Vec<&Value> = any
-            .iter()
-            .filter(|s| s.get("type").and_then(Value::as_str) != Some("null"))
-            .collect();
+        let non_null: Vec<&Value> = any.iter().filter(|s| !is_null_only(s)).collect();
         if non_null.len() == 1 && non_null.len() < any.len() {
             let mut out = structural(non_null[0], definitions, depth, seen);
             if let Value::Object(o) = &mut out {
                 o.insert("nullable".into(), Value::Bool(true));
                 for (k, v) in map {
+                    if k == "x-kubernetes-preserve-unknown-fields" && o.contains_key("type") {
+                        continue;
+                    }
                     if k != "anyOf" && !DROPPED.contains(&k.as_str()) {
                         o.insert(k.clone(), structural_value(k, v, definitions, depth, seen));
                     }
