@@ -619,8 +619,7 @@ impl JsonSchema for JsonSchemaPropsModel {
 // ---------------------------------------------------------------------------
 
 impl CustomResourceDefinition {
-    /// The name of the version marked `storage: true`, if exactly one...
-    /// or the first one so marked.
+    /// The name of the (first) version marked `storage: true`, if any.
     pub fn storage_version(&self) -> Option<&str> {
         self.spec
             .versions
