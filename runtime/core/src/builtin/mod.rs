@@ -1,8 +1,10 @@
 //! The runtime's own API groups, declared with the same macros as user
 //! groups: core `v1` (Namespace, ConfigMap, Secret) and
-//! `rbac.authorization.k8s.io/v1`, `coordination.k8s.io/v1` (Lease) and
-//! `flowcontrol.apiserver.k8s.io/v1`.
+//! `rbac.authorization.k8s.io/v1`, `coordination.k8s.io/v1` (Lease),
+//! `flowcontrol.apiserver.k8s.io/v1` and `apiextensions.k8s.io/v1`
+//! (CustomResourceDefinition).
 
+pub mod apiextensions_v1;
 pub mod coordination_v1;
 pub mod core_v1;
 pub mod flowcontrol_v1;
@@ -17,4 +19,5 @@ pub fn install(scheme: &mut Scheme) {
     rbac_v1::install(scheme);
     coordination_v1::install(scheme);
     flowcontrol_v1::install(scheme);
+    apiextensions_v1::install(scheme);
 }

@@ -481,6 +481,21 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
     errs
 }
 
+/// Errors of a DNS-1035 label (`[a-z]([-a-z0-9]*[a-z0-9])?`, ≤ 63): a
+/// DNS-1123 label that starts with a letter.
+pub fn is_dns1035_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX {
+        errs.push(format!(
+            "must be no more than {DNS1123_LABEL_MAX} characters"
+        ));
+    }
+    if !label_ok(value) || !value.as_bytes().first().is_some_and(u8::is_ascii_lowercase) {
+        errs.push("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".into());
+    }
+    errs
+}
+
 /// Errors of a name that must be usable as a path segment.
 pub fn is_valid_path_segment_name(name: &str) -> Vec<String> {
     if name == "." || name == ".." {
@@ -505,6 +520,14 @@ mod tests {
         assert!(!is_dns1123_label("My-name").is_empty());
         assert!(!is_dns1123_label("-a").is_empty());
         assert!(!is_dns1123_label(&"a".repeat(64)).is_empty());
+    }
+
+    #[test]
+    fn dns1035_label() {
+        assert!(is_dns1035_label("v1beta1").is_empty());
+        assert!(!is_dns1035_label("1v").is_empty());
+        assert!(!is_dns1035_label("").is_empty());
+        assert!(!is_dns1035_label("V1").is_empty());
     }
 
     #[test]
