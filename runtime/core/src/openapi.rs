@@ -85,13 +85,13 @@ fn schema_ref(name: &str) -> Value {
 pub fn group_version_document(group: &Group, version: &str) -> Value {
     let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
     let mut kinds = Vec::new();
-    for (_, ops) in group.kinds_in(version) {
+    for (kind, ops) in group.kinds_in(version) {
         let root = ops.schema(&mut generator);
-        kinds.push((ops.info, root));
+        kinds.push((ops.info, root, kind.supports_strategic_merge_patch()));
     }
     if kinds
         .iter()
-        .any(|(info, _)| info.subresources.scale.is_some())
+        .any(|(info, _, _)| info.subresources.scale.is_some())
     {
         generator.subschema_for::<crate::scale::Scale>();
     }
@@ -108,7 +108,7 @@ pub fn group_version_document(group: &Group, version: &str) -> Value {
     }
 
     let mut paths = Map::new();
-    for (info, root) in &kinds {
+    for (info, root, strategic) in &kinds {
         let mut root = root.clone().to_value();
         rename_refs(&mut root, &rename);
         let kind_model = root
@@ -122,7 +122,7 @@ pub fn group_version_document(group: &Group, version: &str) -> Value {
         }
         let list_model = format!("{kind_model}List");
         schemas.insert(list_model.clone(), list_schema(info, &kind_model));
-        add_paths(&mut paths, info, &kind_model, &list_model);
+        add_paths(&mut paths, info, (&kind_model, &list_model), *strategic);
     }
 
     json!({
@@ -284,7 +284,15 @@ fn ok(model: &str) -> Value {
     json!({"description": "OK", "content": json_content(model)})
 }
 
-fn add_paths(paths: &mut Map<String, Value>, info: &KindInfo, kind_model: &str, list_model: &str) {
+/// The paths of a kind; `strategic`: whether PATCH takes strategic merge
+/// patches (not for custom resources; kubectl reads this to choose the
+/// patch type of `apply`).
+fn add_paths(
+    paths: &mut Map<String, Value>,
+    info: &KindInfo,
+    (kind_model, list_model): (&str, &str),
+    strategic: bool,
+) {
     let base = if info.group.is_empty() {
         format!("/api/{}", info.version)
     } else {
@@ -339,12 +347,15 @@ fn add_paths(paths: &mut Map<String, Value>, info: &KindInfo, kind_model: &str, 
     };
     let body =
         |model: &str| json!({"content": {"*/*": {"schema": schema_ref(model)}}, "required": true});
-    let patch_body = json!({"content": {
+    let mut patch_body = json!({"content": {
         "application/apply-patch+yaml": {"schema": schema_ref(&format!("{META_PREFIX}Patch"))},
         "application/json-patch+json": {"schema": schema_ref(&format!("{META_PREFIX}Patch"))},
         "application/merge-patch+json": {"schema": schema_ref(&format!("{META_PREFIX}Patch"))},
         "application/strategic-merge-patch+json": {"schema": schema_ref(&format!("{META_PREFIX}Patch"))},
     }, "required": true});
+    if !strategic && let Some(Value::Object(content)) = patch_body.get_mut("content") {
+        content.shift_remove("application/strategic-merge-patch+json");
+    }
 
     let mut coll = Map::new();
     coll.insert(

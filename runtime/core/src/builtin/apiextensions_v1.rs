@@ -726,7 +726,28 @@ impl Strategy for CustomResourceDefinition {
     fn bump_generation_on_spec_change() -> bool {
         true
     }
+
+    /// Upstream's REST `Delete`: the first DELETE adds the cleanup
+    /// finalizer; the definition stays until its custom resources are gone.
+    fn deletion_finalizers() -> &'static [&'static str] {
+        &[FINALIZER_CLEANUP]
+    }
+
+    /// The `Terminating` condition of upstream's REST `Delete`.
+    fn on_deletion_requested(&mut self) {
+        set_condition(
+            self.status.get_or_insert_with(Default::default),
+            TERMINATING,
+            CONDITION_TRUE,
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        );
+    }
 }
+
+/// The finalizer with which the custom resources of a deleted definition
+/// are deleted before it goes (upstream's `CustomResourceCleanupFinalizer`).
+pub const FINALIZER_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// Sets the condition `type_` in `status` (upstream's `SetCRDCondition`):
 /// a new condition, or a changed status, gets `lastTransitionTime` now; an

@@ -404,7 +404,23 @@ impl VersionCodec for CustomVersion {
             );
             props.insert("metadata".into(), meta.to_value());
         }
-        schemars::Schema::from(schema)
+        // Registered as a model under its OpenAPI name (as compiled kinds'
+        // types are), so documents list it and tools find it by its
+        // group-version-kind.
+        let name = self
+            .shared
+            .version(self.version)
+            .map(|v| v.info.openapi_name)
+            .unwrap_or_default();
+        let reference = format!(
+            "#{}/{}",
+            generator.settings().definitions_path,
+            name.replace('~', "~0").replace('/', "~1")
+        );
+        generator
+            .definitions_mut()
+            .insert(name.to_string(), Value::Object(schema));
+        schemars::json_schema!({ "$ref": reference })
     }
 }
 

@@ -19,8 +19,7 @@ use apiforge_core::scheme::custom::kind_from_definition;
 
 /// The group of CustomResourceDefinitions.
 const GROUP: &str = "apiextensions.k8s.io";
-/// The finalizer that empties a definition's resources before it goes.
-pub const FINALIZER_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+use apiforge_core::builtin::apiextensions_v1::FINALIZER_CLEANUP;
 /// How often definitions whose resources are being deleted are looked at.
 const RETRY: Duration = Duration::from_secs(1);
 

@@ -11,18 +11,23 @@ use crate::error::ApiResult;
 
 /// Whether two hub objects differ outside `metadata` and `status`.
 pub(super) fn spec_changed(new: &Value, old: &Value) -> bool {
-    let strip = |v: &Value| -> Value {
-        match v {
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            ),
-            other => other.clone(),
+    // `apiVersion` and `kind` are not the object's content (a custom
+    // resource keeps the version it was written in until it is stored).
+    const NOT_SPEC: [&str; 4] = ["metadata", "status", "apiVersion", "kind"];
+    match (new, old) {
+        (Value::Object(n), Value::Object(o)) => {
+            let fields = |m: &'_ serde_json::Map<String, Value>| {
+                m.iter()
+                    .filter(|(k, _)| !NOT_SPEC.contains(&k.as_str()))
+                    .count()
+            };
+            fields(n) != fields(o)
+                || n.iter()
+                    .filter(|(k, _)| !NOT_SPEC.contains(&k.as_str()))
+                    .any(|(k, v)| o.get(k) != Some(v))
         }
-    };
-    strip(new) != strip(old)
+        _ => new != old,
+    }
 }
 
 impl Store {
