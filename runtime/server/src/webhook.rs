@@ -180,6 +180,30 @@ impl Client {
         })
     }
 
+    /// A client of `url` (`https`, or `http` for tests) trusting the PEM
+    /// certificates of `ca_bundle` (a CRD's or webhook configuration's
+    /// `caBundle`), without credentials of its own.
+    pub fn for_url(url: &str, ca_bundle: Option<&[u8]>, timeout: Duration) -> Result<Self, String> {
+        let uri: http::Uri = url.parse().map_err(|e| format!("url {url:?}: {e}"))?;
+        let tls = match uri.scheme_str() {
+            Some("https") => {
+                let ca = ca_bundle
+                    .filter(|ca| !ca.is_empty())
+                    .ok_or("an https webhook needs a caBundle")?;
+                let config = client_config(roots(ca, "caBundle")?)?.with_no_client_auth();
+                Some(tokio_rustls::TlsConnector::from(Arc::new(config)))
+            }
+            Some("http") => None,
+            _ => return Err(format!("url {url:?} is not an http(s) URL")),
+        };
+        Ok(Client {
+            uri,
+            tls,
+            bearer: None,
+            timeout,
+        })
+    }
+
     /// The webhook URL.
     pub fn url(&self) -> String {
         self.uri.to_string()
@@ -308,18 +332,7 @@ fn tls_connector(
     }
     let ca = data_or_file(cluster, "certificate-authority", base)?
         .ok_or("an https webhook needs certificate-authority(-data)")?;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&ca) {
-        roots
-            .add(cert.map_err(|e| format!("certificate-authority: {e}"))?)
-            .map_err(|e| format!("certificate-authority: {e}"))?;
-    }
-    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| e.to_string())?
-    .with_root_certificates(roots);
+    let builder = client_config(roots(&ca, "certificate-authority")?)?;
     let cert = data_or_file(user, "client-certificate", base)?;
     let key = data_or_file(user, "client-key", base)?;
     let config = match (cert, key) {
@@ -337,6 +350,30 @@ fn tls_connector(
         _ => return Err("client-certificate and client-key must be given together".into()),
     };
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// The PEM certificates of `ca` as a root store (`what` names it in errors).
+fn roots(ca: &[u8], what: &str) -> Result<rustls::RootCertStore, String> {
+    use rustls_pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(ca) {
+        roots
+            .add(cert.map_err(|e| format!("{what}: {e}"))?)
+            .map_err(|e| format!("{what}: {e}"))?;
+    }
+    Ok(roots)
+}
+
+/// A TLS client configuration trusting `roots`, before client auth.
+fn client_config(
+    roots: rustls::RootCertStore,
+) -> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>, String> {
+    Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots))
 }
 
 /// A time-bounded cache of webhook answers (upstream's LRU expiring

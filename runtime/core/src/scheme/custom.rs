@@ -3,6 +3,8 @@
 //! interface as the compiled-in kinds.
 //!
 //! Objects are [`Unstructured`]: typed metadata and JSON for the rest.
+//! Conversion is `conversion.strategy: None` (the `apiVersion` is
+//! rewritten) or `Webhook`, through a [`Converter`] the server provides.
 //! Each served version has its structural schema ([`CustomSchema`]); a body
 //! is pruned and defaulted with the schema of its version, and keeps that
 //! version as its `apiVersion` through the strategy (as upstream, a custom
@@ -119,6 +121,15 @@ impl Resource for Unstructured {
     }
 }
 
+/// Converts custom resources between versions for a definition whose
+/// `conversion.strategy` is `Webhook` (the server's ConversionReview
+/// client).
+pub trait Converter: Send + Sync {
+    /// `objects` converted to `desired_api_version`, in order, or why not.
+    fn convert(&self, objects: Vec<Value>, desired_api_version: &str)
+    -> Result<Vec<Value>, String>;
+}
+
 /// Why a definition cannot be served.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -141,6 +152,15 @@ struct DefinitionSpec {
     versions: Vec<DefinitionVersion>,
     #[serde(default)]
     preserve_unknown_fields: bool,
+    #[serde(default)]
+    conversion: Option<Conversion>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Conversion {
+    #[serde(default)]
+    strategy: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -260,6 +280,9 @@ struct VersionState {
 /// What every version's codec and the strategy share.
 struct Shared {
     group: &'static str,
+    kind: &'static str,
+    /// The webhook of `conversion.strategy: Webhook`.
+    converter: Option<Arc<dyn Converter>>,
     storage_version: &'static str,
     versions: Vec<VersionState>,
     status: bool,
@@ -288,18 +311,52 @@ impl Shared {
     }
 
     /// Converts an object to `version` (`conversion.strategy: None`:
-    /// `apiVersion` is rewritten), defaulting with that version's schema
-    /// when it changes version.
+    /// `apiVersion` is rewritten; `Webhook`: the converter's answer),
+    /// defaulting with that version's schema when it changes version.
     fn convert(&self, object: &mut Unstructured, version: &str) -> Result<(), DecodeError> {
-        if self.version_of(object) == version {
+        let from = self.version_of(object).to_string();
+        if from == version {
             return Ok(());
         }
         let state = self.version(version)?;
-        object.fields.insert(
-            "apiVersion".into(),
-            Value::String(self.api_version(version)),
-        );
-        let mut value = object.to_json()?;
+        let desired = self.api_version(version);
+        let mut value = match &self.converter {
+            None => {
+                object
+                    .fields
+                    .insert("apiVersion".into(), Value::String(desired));
+                object.to_json()?
+            }
+            Some(converter) => {
+                // Upstream's error names the object's own group, version
+                // and kind.
+                let failed = |e: String| {
+                    DecodeError::Invalid(format!(
+                        "conversion webhook for {}/{from}, Kind={} failed: {e}",
+                        self.group, self.kind
+                    ))
+                };
+                let mut converted = converter
+                    .convert(vec![object.to_json()?], &desired)
+                    .map_err(failed)?;
+                if converted.len() != 1 {
+                    return Err(failed(format!(
+                        "returned {} objects, expected 1",
+                        converted.len()
+                    )));
+                }
+                let out = converted.remove(0);
+                if out.get("apiVersion").and_then(Value::as_str) != Some(desired.as_str()) {
+                    return Err(failed(format!(
+                        "invalid converted object: expected apiVersion {desired}, got {}",
+                        out.get("apiVersion")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                    )));
+                }
+                restore_metadata(out, &object.metadata)?
+            }
+        };
         state.schema.apply_defaults(&mut value);
         *object = Unstructured::from_json(value)?;
         Ok(())
@@ -332,6 +389,18 @@ impl Shared {
         self.convert(&mut object, version)?;
         object.to_json()
     }
+}
+
+/// A webhook's converted object with the original metadata but for labels
+/// and annotations (the only metadata a conversion may change, as
+/// upstream restores the rest).
+fn restore_metadata(converted: Value, original: &ObjectMeta) -> Result<Value, DecodeError> {
+    let mut object = Unstructured::from_json(converted)?;
+    let mut meta = original.clone();
+    meta.labels = object.metadata.labels.clone();
+    meta.annotations = object.metadata.annotations.clone();
+    object.metadata = meta;
+    object.to_json()
 }
 
 /// The codec of one version of a custom kind.
@@ -545,11 +614,28 @@ fn model_name(group: &str, version: &str, kind: &str) -> String {
 }
 
 /// Builds the kind a CustomResourceDefinition (its JSON) defines, serving
-/// its served versions.
-pub fn kind_from_definition(definition: &Value) -> Result<Kind, DefinitionError> {
+/// its served versions; `converter` converts between versions when the
+/// definition's `conversion.strategy` is `Webhook`.
+pub fn kind_from_definition(
+    definition: &Value,
+    converter: Option<Arc<dyn Converter>>,
+) -> Result<Kind, DefinitionError> {
     let def = Definition::deserialize(definition)
         .map_err(|e| DefinitionError(format!("invalid definition: {e}")))?;
     let spec = def.spec;
+    let webhook = spec
+        .conversion
+        .as_ref()
+        .is_some_and(|c| c.strategy == "Webhook");
+    let converter = match (webhook, converter) {
+        (false, _) => None,
+        (true, Some(c)) => Some(c),
+        (true, None) => {
+            return Err(DefinitionError(
+                "conversion.strategy Webhook needs a conversion webhook client".into(),
+            ));
+        }
+    };
     let group = leak(&spec.group);
     let scope = if spec.scope == "Cluster" {
         Scope::Cluster
@@ -665,6 +751,8 @@ pub fn kind_from_definition(definition: &Value) -> Result<Kind, DefinitionError>
         .collect();
     let shared = Arc::new(Shared {
         group,
+        kind,
+        converter,
         storage_version,
         versions: versions.into_iter().map(|(_, v)| v).collect(),
         status,
@@ -730,7 +818,7 @@ mod tests {
 
     #[test]
     fn versions_convert_by_rewriting_api_version() {
-        let kind = kind_from_definition(&definition()).expect("kind");
+        let kind = kind_from_definition(&definition(), None).expect("kind");
         assert_eq!(kind.versions().len(), 2);
         assert_eq!(kind.storage_info().version, "v1");
         assert_eq!(kind.storage_info().short_names, ["wd"]);
@@ -748,7 +836,7 @@ mod tests {
 
     #[test]
     fn status_is_kept_apart_from_the_main_resource() {
-        let kind = kind_from_definition(&definition()).expect("kind");
+        let kind = kind_from_definition(&definition(), None).expect("kind");
         let body = json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "a"}, "spec": {"size": 1}, "status": {"ready": true}});
         let mut hub = kind.decode_object("v1", body).expect("decode");
@@ -769,5 +857,67 @@ mod tests {
             .expect("status");
         assert_eq!(status["spec"]["size"], 2, "/status ignores everything else");
         assert_eq!(status["status"]["ready"], true);
+    }
+
+    /// Upper-cases `spec.size` on the way to v1beta1 (a webhook's work).
+    struct Shout;
+
+    impl Converter for Shout {
+        fn convert(&self, objects: Vec<Value>, desired: &str) -> Result<Vec<Value>, String> {
+            Ok(objects
+                .into_iter()
+                .map(|mut o| {
+                    o["apiVersion"] = json!(desired);
+                    o["metadata"]["uid"] = json!("changed by the webhook");
+                    o["metadata"]["labels"] = json!({"converted": "yes"});
+                    if let Some(size) = o["spec"]["size"].as_i64() {
+                        o["spec"]["size"] = json!(size * 10);
+                    }
+                    o
+                })
+                .collect())
+        }
+    }
+
+    #[test]
+    fn a_webhook_converts_and_only_labels_and_annotations_of_metadata_change() {
+        let mut def = definition();
+        def["spec"]["conversion"] = json!({"strategy": "Webhook"});
+        assert!(
+            kind_from_definition(&def, None).is_err(),
+            "a webhook needs a client"
+        );
+        let kind = kind_from_definition(&def, Some(Arc::new(Shout))).expect("kind");
+        let body = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "a", "uid": "u1"}, "spec": {"size": 3}});
+        let hub = kind.decode_object("v1", body).expect("decode");
+        let beta = kind.encode_object("v1beta1", &hub).expect("encode");
+        assert_eq!(beta["apiVersion"], "example.com/v1beta1");
+        assert_eq!(beta["spec"]["size"], 30);
+        assert_eq!(beta["metadata"]["uid"], "u1");
+        assert_eq!(beta["metadata"]["labels"]["converted"], "yes");
+    }
+
+    struct Broken;
+
+    impl Converter for Broken {
+        fn convert(&self, _: Vec<Value>, _: &str) -> Result<Vec<Value>, String> {
+            Err("connection refused".into())
+        }
+    }
+
+    #[test]
+    fn a_failing_webhook_names_the_object_kind() {
+        let mut def = definition();
+        def["spec"]["conversion"] = json!({"strategy": "Webhook"});
+        let kind = kind_from_definition(&def, Some(Arc::new(Broken))).expect("kind");
+        let body = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "a"}, "spec": {"size": 3}});
+        let hub = kind.decode_object("v1", body).expect("decode");
+        let err = kind.encode_object("v1beta1", &hub).expect_err("fails");
+        assert_eq!(
+            err.to_string(),
+            "conversion webhook for example.com/v1, Kind=Widget failed: connection refused"
+        );
     }
 }

@@ -383,7 +383,22 @@ impl DefinitionController {
         if self.served.get(&name).is_some_and(|s| s.spec == spec) {
             return;
         }
-        match kind_from_definition(crd) {
+        let converter: Option<Arc<dyn apiforge_core::scheme::custom::Converter>> = match crd
+            .pointer("/spec/conversion/strategy")
+            .and_then(Value::as_str)
+        {
+            Some("Webhook") => {
+                match super::conversion_webhook::WebhookConverter::for_definition(crd) {
+                    Ok(c) => Some(Arc::new(c)),
+                    Err(e) => {
+                        tracing::warn!(definition = %name, error = %e, "custom resource definition not served");
+                        return;
+                    }
+                }
+            }
+            _ => None,
+        };
+        match kind_from_definition(crd, converter) {
             Ok(kind) => {
                 let info = kind.storage_info();
                 let (group, plural) = (info.group.to_string(), info.plural.to_string());

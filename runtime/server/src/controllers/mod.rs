@@ -5,7 +5,8 @@
 //! - [`bootstrap`]: the system namespaces from the first start.
 //! - [`namespace`]: empties and removes deleted namespaces.
 //! - [`custom_resource_definitions`]: serves CustomResourceDefinitions'
-//!   kinds, names and establishes them, and empties deleted ones.
+//!   kinds, names and establishes them, and empties deleted ones; their
+//!   conversion webhooks are [`conversion_webhook`].
 //! - [`identity_lease`]: the server's identity lease and the collection
 //!   of expired ones.
 //! - [`garbage_collector`]: deletes objects whose owners are gone, and
@@ -13,6 +14,7 @@
 //!   elected through [`leader_election`].
 
 pub mod bootstrap;
+pub mod conversion_webhook;
 pub mod custom_resource_definitions;
 pub mod garbage_collector;
 pub mod identity_lease;
