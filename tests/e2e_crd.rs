@@ -541,3 +541,376 @@ async fn a_rust_kind_as_a_crd_validates_like_the_compiled_kind() {
     assert!(!answers[0].is_empty());
     assert_eq!(answers[0], answers[1]);
 }
+
+/// A cluster-scoped definition and a namespaced one with selectable
+/// fields and a deprecated version.
+const COLORS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: paints.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: paints, singular: paint, kind: Paint}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields:
+    - jsonPath: .spec.color
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+  - name: v1beta1
+    served: true
+    storage: false
+    deprecated: true
+    deprecationWarning: "example.com/v1beta1 Paint is going away; use example.com/v1"
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: palettes.example.com
+spec:
+  group: example.com
+  scope: Cluster
+  names: {plural: palettes, singular: palette, kind: Palette}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+#[tokio::test]
+async fn custom_resources_behave_like_any_kind() {
+    let server = Server::start().await;
+    let k = Kubectl::new(&server);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = write(&tmp.path().join("colors.yaml"), COLORS);
+    k.ok(&["apply", "-f", &file]);
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=10s",
+        "crd/paints.example.com",
+        "crd/palettes.example.com",
+    ]);
+    k.ok(&["create", "namespace", "art"]);
+    for (name, color) in [("a", "red"), ("b", "blue"), ("c", "red")] {
+        let paint = json!({"apiVersion": "example.com/v1", "kind": "Paint",
+            "metadata": {"name": name, "namespace": "art"}, "spec": {"color": color}});
+        let f = write(&tmp.path().join(format!("{name}.json")), &paint.to_string());
+        k.ok(&["create", "-f", &f]);
+    }
+    // Selectable fields.
+    let red = k.ok(&[
+        "get",
+        "paints",
+        "-n",
+        "art",
+        "--field-selector=spec.color=red",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(
+        red.lines().collect::<Vec<_>>(),
+        ["paint.example.com/a", "paint.example.com/c"]
+    );
+    let bad = k.run(&[
+        "get",
+        "paints",
+        "-n",
+        "art",
+        "--field-selector=spec.shade=red",
+    ]);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains(
+            r#""spec.shade" is not a known field selector: only "metadata.name", "metadata.namespace""#
+        ),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    // The deprecated version warns.
+    let out = k.run(&["get", "paints.v1beta1.example.com", "-n", "art"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Warning: example.com/v1beta1 Paint is going away; use example.com/v1"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Unknown fields: pruned, reported by fieldValidation.
+    let strict = write(
+        &tmp.path().join("strict.json"),
+        &json!({"apiVersion": "example.com/v1", "kind": "Paint",
+            "metadata": {"name": "d", "namespace": "art"}, "spec": {"color": "x", "bogus": 1}})
+        .to_string(),
+    );
+    let refused = k.run(&["create", "-f", &strict]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("unknown field \"spec.bogus\""),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let warned = k.run(&["create", "-f", &strict, "--validate=warn"]);
+    assert!(warned.status.success());
+    let d = k.json(&["get", "paint", "d", "-n", "art", "-o", "json"]);
+    assert!(d["spec"].get("bogus").is_none(), "pruned: {d}");
+    // Strategic merge patches are refused as upstream does for custom resources.
+    let smp = k.run(&[
+        "patch",
+        "paint",
+        "a",
+        "-n",
+        "art",
+        "--type=strategic",
+        "-p",
+        r#"{"spec":{"color":"green"}}"#,
+    ]);
+    assert!(!smp.status.success());
+    assert!(
+        String::from_utf8_lossy(&smp.stderr).contains(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        ),
+        "{}",
+        String::from_utf8_lossy(&smp.stderr)
+    );
+    // A cluster-scoped kind.
+    let palette = write(
+        &tmp.path().join("palette.json"),
+        &json!({"apiVersion": "example.com/v1", "kind": "Palette",
+            "metadata": {"name": "warm"}, "anything": {"goes": true}})
+        .to_string(),
+    );
+    k.ok(&["create", "-f", &palette]);
+    let warm = k.json(&["get", "palette", "warm", "-o", "json"]);
+    assert_eq!(warm["anything"]["goes"], true);
+    assert!(warm["metadata"].get("namespace").is_none());
+    // deletecollection, then the namespace's deletion empties the rest.
+    k.ok(&[
+        "delete",
+        "paints",
+        "-n",
+        "art",
+        "--field-selector=spec.color=red",
+    ]);
+    let left = k.ok(&["get", "paints", "-n", "art", "-o", "name"]);
+    assert_eq!(
+        left.lines().collect::<Vec<_>>(),
+        ["paint.example.com/b", "paint.example.com/d"]
+    );
+    k.ok(&["delete", "namespace", "art", "--timeout=30s"]);
+    let after = k.ok(&["get", "paints", "-A", "-o", "name"]);
+    assert!(after.trim().is_empty(), "{after}");
+}
+
+/// A typed kube-rs client of the Widget kind (what `#[derive(CustomResource)]`
+/// would generate).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Widget {
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    spec: WidgetSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct WidgetSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    size: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replicas: Option<i64>,
+}
+
+impl kube::Resource for Widget {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind(_: &()) -> std::borrow::Cow<'_, str> {
+        "Widget".into()
+    }
+    fn group(_: &()) -> std::borrow::Cow<'_, str> {
+        "example.com".into()
+    }
+    fn version(_: &()) -> std::borrow::Cow<'_, str> {
+        "v1".into()
+    }
+    fn plural(_: &()) -> std::borrow::Cow<'_, str> {
+        "widgets".into()
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Invalid definitions get upstream's Status (`ValidateCustomResourceDefinition`'s
+/// field paths and messages), over raw HTTP and through kube-rs; a typed
+/// client reads and writes custom resources.
+#[tokio::test]
+async fn invalid_definitions_and_a_typed_client() {
+    let server = Server::start().await;
+    let client = server.client().await;
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource {
+            group: "apiextensions.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "apiextensions.k8s.io/v1".into(),
+            kind: "CustomResourceDefinition".into(),
+            plural: "customresourcedefinitions".into(),
+        },
+    );
+    let definition = |name: &str, spec_schema: Value| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}}}]}
+        }))
+        .expect("definition")
+    };
+    // The name must be <plural>.<group>.
+    let err = crds
+        .create(
+            &PostParams::default(),
+            &definition("wrong.example.com", json!({"type": "object"})),
+        )
+        .await
+        .expect_err("refused");
+    let kube::Error::Api(status) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        status.message,
+        "CustomResourceDefinition.apiextensions.k8s.io \"wrong.example.com\" is invalid: metadata.name: Invalid value: \"wrong.example.com\": must be spec.names.plural+\".\"+spec.group"
+    );
+    // A structural schema needs a type for every specified field (a
+    // single-version definition reports it under spec.validation, as
+    // upstream's conversion to its internal form does); raw HTTP.
+    let body = serde_json::to_vec(&definition(
+        "widgets.example.com",
+        json!({"properties": {"size": {"type": "string"}}}),
+    ))
+    .expect("json");
+    let raw = common::raw::request(
+        &server,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &[("content-type", "application/json")],
+        &body,
+    )
+    .await;
+    assert_eq!(raw.status, 422, "{}", raw.text());
+    let causes: Vec<(String, String)> = raw.json()["details"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap_or_default().to_string(),
+                c["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        causes.contains(&(
+            "spec.validation.openAPIV3Schema.properties[spec].type".to_string(),
+            "Required value: must not be empty for specified object fields".to_string()
+        )),
+        "{causes:?}"
+    );
+
+    // A CEL rule over an unbounded list of unbounded strings costs more
+    // than upstream's estimator allows.
+    let err = crds
+        .create(
+            &PostParams::default(),
+            &definition(
+                "widgets.example.com",
+                json!({"type": "object", "properties": {"hosts": {
+                    "type": "array", "items": {"type": "string"},
+                    "x-kubernetes-validations": [{"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]}}}),
+            ),
+        )
+        .await
+        .expect_err("too costly");
+    let kube::Error::Api(status) = err else {
+        panic!("{err:?}")
+    };
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_eq!(
+        status.message,
+        format!(
+            "CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.com\" is invalid: [spec.validation.openAPIV3Schema.properties[spec].properties[hosts].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}, spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}]"
+        )
+    );
+
+    // A valid one, then a typed client.
+    crds.create(
+        &PostParams::default(),
+        &definition(
+            "widgets.example.com",
+            json!({"type": "object", "properties": {
+                "size": {"type": "string"}, "replicas": {"type": "integer"}}}),
+        ),
+    )
+    .await
+    .expect("valid");
+    let widgets: Api<Widget> = Api::namespaced(client, "default");
+    let mut created = None;
+    for _ in 0..100 {
+        let w = Widget {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("typed".into()),
+                ..Default::default()
+            },
+            spec: WidgetSpec {
+                size: Some("m".into()),
+                replicas: Some(2),
+            },
+            status: None,
+        };
+        match widgets.create(&PostParams::default(), &w).await {
+            Ok(w) => {
+                created = Some(w);
+                break;
+            }
+            // Until the definition is established.
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let created = created.expect("served within 5 s");
+    assert_eq!(created.spec.size.as_deref(), Some("m"));
+    let listed = widgets.list(&Default::default()).await.expect("list");
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(listed.items[0].spec.replicas, Some(2));
+}

@@ -11,15 +11,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::registry::{ListParams, Preconditions, Store, Stores};
-use apiforge_core::meta::Time;
+use apiforge_core::builtin::apiextensions_v1::{
+    CONDITION_TRUE, CustomResourceDefinition, CustomResourceDefinitionStatus, ESTABLISHED,
+    FINALIZER_CLEANUP, NamingDecision, TERMINATING, calculate_names, set_condition,
+};
 use apiforge_core::scheme::custom::kind_from_definition;
 
 /// The group of CustomResourceDefinitions.
 const GROUP: &str = "apiextensions.k8s.io";
-use apiforge_core::builtin::apiextensions_v1::FINALIZER_CLEANUP;
 /// How often definitions whose resources are being deleted are looked at.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -65,200 +67,29 @@ fn is_deleting(obj: &Value) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
-/// The names a definition asks for, with upstream's defaults
-/// (`singular`: the lower-case kind; `listKind`: kind + `List`).
-fn requested_names(crd: &Value) -> Value {
-    let names = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
-    let mut names = match names {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
-    let kind = names
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    if names
-        .get("singular")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        names.insert("singular".into(), Value::String(kind.to_lowercase()));
-    }
-    if names
-        .get("listKind")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        names.insert("listKind".into(), Value::String(format!("{kind}List")));
-    }
-    Value::Object(names)
+/// A definition's JSON as the typed kind (`None` for what does not read
+/// as one).
+fn typed(obj: &Value) -> Option<CustomResourceDefinition> {
+    serde_json::from_value(obj.clone()).ok()
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A `NamesAccepted` false: upstream's reason and message.
-type Conflict = (&'static str, String);
-
-/// The naming controller's verdict on `crd` given every definition (its
-/// own included, as upstream reads them back): the names it is granted
-/// (the requested ones that are free or already its own), and the conflict
-/// if one of them is not.
-fn accept_names(crd: &Value, all: &[&Value]) -> (Value, Option<Conflict>) {
-    let requested = requested_names(crd);
-    let accepted = crd
-        .pointer("/status/acceptedNames")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    let group = crd
-        .pointer("/spec/group")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let mut resources: Vec<String> = Vec::new();
-    let mut kinds: Vec<String> = Vec::new();
-    for other in all {
-        if other.pointer("/spec/group").and_then(Value::as_str) != Some(group) {
-            continue;
-        }
-        let taken = other.pointer("/status/acceptedNames");
-        let get = |k: &str| {
-            taken
-                .and_then(|t| t.get(k))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        resources.push(get("plural"));
-        resources.push(get("singular"));
-        resources.extend(strings(taken.and_then(|t| t.get("shortNames"))));
-        kinds.push(get("kind"));
-        kinds.push(get("listKind"));
-    }
-    let text = |v: &Value, k: &str| {
-        v.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let fresh = |requested: &str, accepted: &str, used: &[String]| -> Result<(), String> {
-        if requested == accepted || !used.iter().any(|u| u == requested) {
-            Ok(())
-        } else {
-            Err(format!("{requested:?} is already in use"))
-        }
-    };
-    let mut names = accepted.as_object().cloned().unwrap_or_default();
-    let mut conflict: Option<Conflict> = None;
-    for (field, reason, used) in [
-        ("plural", "PluralConflict", &resources),
-        ("singular", "SingularConflict", &resources),
-    ] {
-        match fresh(&text(&requested, field), &text(&accepted, field), used) {
-            Ok(()) => {
-                names.insert(field.into(), Value::String(text(&requested, field)));
-            }
-            Err(message) => conflict = Some((reason, message)),
-        }
-    }
-    let wanted_short = strings(requested.get("shortNames"));
-    let own_short = strings(accepted.get("shortNames"));
-    if wanted_short != own_short {
-        let (own_plural, own_singular) = (text(&accepted, "plural"), text(&accepted, "singular"));
-        let errors: Vec<String> = wanted_short
-            .iter()
-            .filter(|s| !own_short.contains(s) && **s != own_plural && **s != own_singular)
-            .filter_map(|s| fresh(s, "", &resources).err())
-            .collect();
-        match errors.len() {
-            0 => {
-                names.insert("shortNames".into(), json!(wanted_short));
-            }
-            1 => conflict = Some(("ShortNamesConflict", errors[0].clone())),
-            _ => conflict = Some(("ShortNamesConflict", format!("[{}]", errors.join(", ")))),
-        }
-    }
-    for (field, reason) in [("kind", "KindConflict"), ("listKind", "ListKindConflict")] {
-        match fresh(&text(&requested, field), &text(&accepted, field), &kinds) {
-            Ok(()) => {
-                names.insert(field.into(), Value::String(text(&requested, field)));
-            }
-            Err(message) => conflict = Some((reason, message)),
-        }
-    }
-    match requested.get("categories") {
-        Some(c) => {
-            names.insert("categories".into(), c.clone());
-        }
-        None => {
-            names.remove("categories");
-        }
-    }
-    (Value::Object(names), conflict)
-}
-
-/// Sets condition `type_` in `status`, keeping `lastTransitionTime` when
-/// its status does not change. Returns whether anything changed.
-fn set_condition(
-    status: &mut Value,
-    type_: &str,
-    value: &str,
-    reason: &str,
-    message: &str,
-) -> bool {
-    if !status.is_object() {
-        *status = json!({});
-    }
-    let conditions = status
-        .as_object_mut()
-        .map(|m| m.entry("conditions").or_insert_with(|| json!([])));
-    let Some(Value::Array(conditions)) = conditions else {
+/// Edits the status of a definition's JSON through the typed kind;
+/// whether anything changed.
+fn edit_status(obj: &mut Value, edit: impl FnOnce(&mut CustomResourceDefinitionStatus)) -> bool {
+    let Some(mut crd) = typed(obj) else {
         return false;
     };
-    let now = Time::now().to_string();
-    let wanted = |time: &str| {
-        json!({
-            "type": type_,
-            "status": value,
-            "lastTransitionTime": time,
-            "reason": reason,
-            "message": message,
-        })
-    };
-    match conditions
-        .iter_mut()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
-    {
-        Some(existing) => {
-            let same_status = existing.get("status").and_then(Value::as_str) == Some(value);
-            let time = if same_status {
-                existing
-                    .get("lastTransitionTime")
-                    .and_then(Value::as_str)
-                    .unwrap_or(&now)
-                    .to_string()
-            } else {
-                now.clone()
-            };
-            let new = wanted(&time);
-            if *existing == new {
-                return false;
-            }
-            *existing = new;
+    let before = crd.status.clone();
+    edit(crd.status.get_or_insert_with(Default::default));
+    if crd.status == before {
+        return false;
+    }
+    match (serde_json::to_value(&crd.status), obj.as_object_mut()) {
+        (Ok(status), Some(map)) => {
+            map.insert("status".into(), status);
             true
         }
-        None => {
-            conditions.push(wanted(&now));
-            true
-        }
+        _ => false,
     }
 }
 
@@ -336,29 +167,29 @@ impl DefinitionController {
             )
         });
         // Each verdict is seen by the next (as upstream's mutation cache).
-        let mut current: Vec<Value> = ordered.into_iter().cloned().collect();
+        let mut current: Vec<CustomResourceDefinition> =
+            ordered.into_iter().filter_map(typed).collect();
         let mut live: Vec<String> = Vec::new();
         for i in 0..current.len() {
-            let name = name_of(&current[i]).to_string();
+            let name = current[i].metadata.name.clone();
             live.push(name.clone());
-            if is_deleting(&current[i]) {
-                let crd = current[i].clone();
-                self.finalize(&crd).await;
+            let Ok(json) = serde_json::to_value(&current[i]) else {
+                continue;
+            };
+            if is_deleting(&json) {
+                self.finalize(&json).await;
                 continue;
             }
-            let all: Vec<&Value> = current.iter().collect();
-            let (names, conflict) = accept_names(&current[i], &all);
-            if conflict.is_none() {
-                let crd = current[i].clone();
-                self.serve(&crd);
+            let all: Vec<&CustomResourceDefinition> = current.iter().collect();
+            let decision = calculate_names(&current[i], &all);
+            if decision.names_accepted.status == CONDITION_TRUE {
+                self.serve(&json);
             }
-            self.write_status(&name, &names, conflict.as_ref()).await;
-            if let Some(map) = current[i].as_object_mut() {
-                let status = map.entry("status").or_insert_with(|| json!({}));
-                if let Some(status) = status.as_object_mut() {
-                    status.insert("acceptedNames".into(), names);
-                }
-            }
+            self.write_status(&name, &decision).await;
+            current[i]
+                .status
+                .get_or_insert_with(Default::default)
+                .accepted_names = decision.accepted_names;
         }
         // Definitions gone: stop serving them.
         let gone: Vec<String> = self
@@ -424,55 +255,28 @@ impl DefinitionController {
     }
 
     /// Writes the naming and establishing verdicts into the definition.
-    async fn write_status(&self, name: &str, names: &Value, conflict: Option<&Conflict>) {
+    async fn write_status(&self, name: &str, decision: &NamingDecision) {
         let served = self.served.contains_key(name);
         let result = self
             .definitions
             .update_internal("", name, |obj| {
-                let mut changed = false;
-                let Some(map) = obj.as_object_mut() else {
-                    return changed;
-                };
-                let status = map.entry("status").or_insert_with(|| json!({}));
-                if status.get("acceptedNames") != Some(names)
-                    && let Some(s) = status.as_object_mut()
-                {
-                    s.insert("acceptedNames".into(), names.clone());
-                    changed = true;
-                }
-                match conflict {
-                    None => {
-                        changed |= set_condition(
+                edit_status(obj, |status| {
+                    status.accepted_names = decision.accepted_names.clone();
+                    let c = &decision.names_accepted;
+                    set_condition(status, &c.type_, &c.status, &c.reason, &c.message);
+                    if served && c.status == CONDITION_TRUE {
+                        set_condition(
                             status,
-                            "NamesAccepted",
-                            "True",
-                            "NoConflicts",
-                            "no conflicts found",
+                            ESTABLISHED,
+                            CONDITION_TRUE,
+                            "InitialNamesAccepted",
+                            "the initial names have been accepted",
                         );
-                        if served {
-                            changed |= set_condition(
-                                status,
-                                "Established",
-                                "True",
-                                "InitialNamesAccepted",
-                                "the initial names have been accepted",
-                            );
-                        }
+                    } else if !served {
+                        let e = &decision.established;
+                        set_condition(status, &e.type_, &e.status, &e.reason, &e.message);
                     }
-                    Some((reason, message)) => {
-                        changed |= set_condition(status, "NamesAccepted", "False", reason, message);
-                        if !served {
-                            changed |= set_condition(
-                                status,
-                                "Established",
-                                "False",
-                                "NotAccepted",
-                                "not all names are accepted",
-                            );
-                        }
-                    }
-                }
-                changed
+                })
             })
             .await;
         if let Err(e) = result {
@@ -484,9 +288,10 @@ impl DefinitionController {
     /// definition; once none is left, stops serving it and lets it go.
     async fn finalize(&mut self, crd: &Value) {
         let name = name_of(crd).to_string();
-        let has_finalizer = strings(crd.pointer("/metadata/finalizers"))
-            .iter()
-            .any(|f| f == FINALIZER_CLEANUP);
+        let has_finalizer = crd
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|list| list.iter().any(|f| f == FINALIZER_CLEANUP));
         if !has_finalizer {
             return;
         }
@@ -507,17 +312,15 @@ impl DefinitionController {
         let _ = self
             .definitions
             .update_internal("", &name, |obj| {
-                let Some(map) = obj.as_object_mut() else {
-                    return false;
-                };
-                let status = map.entry("status").or_insert_with(|| json!({}));
-                set_condition(
-                    status,
-                    "Terminating",
-                    "True",
-                    "InstanceDeletionInProgress",
-                    "CustomResource deletion is in progress",
-                )
+                edit_status(obj, |status| {
+                    set_condition(
+                        status,
+                        TERMINATING,
+                        CONDITION_TRUE,
+                        "InstanceDeletionInProgress",
+                        "CustomResource deletion is in progress",
+                    );
+                })
             })
             .await;
         let remaining = match self.stores.find(&group, &plural) {
@@ -549,17 +352,15 @@ impl DefinitionController {
                 let _ = self
                     .definitions
                     .update_internal("", &name, |obj| {
-                        let Some(map) = obj.as_object_mut() else {
-                            return false;
-                        };
-                        let status = map.entry("status").or_insert_with(|| json!({}));
-                        set_condition(
-                            status,
-                            "Terminating",
-                            "True",
-                            "InstanceDeletionFailed",
-                            &format!("could not list instances: {message}"),
-                        )
+                        edit_status(obj, |status| {
+                            set_condition(
+                                status,
+                                TERMINATING,
+                                CONDITION_TRUE,
+                                "InstanceDeletionFailed",
+                                &format!("could not list instances: {message}"),
+                            );
+                        })
                     })
                     .await;
             }
@@ -597,56 +398,22 @@ async fn delete_all(store: &Store) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn crd(name: &str, plural: &str, kind: &str, short: &[&str]) -> Value {
-        json!({"metadata": {"name": name}, "spec": {"group": "example.com",
-            "names": {"plural": plural, "kind": kind, "shortNames": short}}})
-    }
+    use serde_json::json;
 
     #[test]
-    fn names_taken_by_an_older_definition_are_refused() {
-        // Upstream's calculateNamesAndConditions: names claimed by any
-        // definition of the group (its accepted names) conflict.
-        let mut first = crd("widgets.example.com", "widgets", "Widget", &["wd"]);
-        let (accepted, conflict) = accept_names(&first, &[&first]);
-        assert!(conflict.is_none());
-        assert_eq!(accepted["singular"], "widget");
-        assert_eq!(accepted["listKind"], "WidgetList");
-        first["status"] = json!({"acceptedNames": accepted});
-        // Its own names are not a conflict with itself.
-        assert!(accept_names(&first, &[&first]).1.is_none());
-        // The kind and its list kind are taken: as upstream, the last
-        // check's conflict is the one reported.
-        let second = crd("gadgets.example.com", "gadgets", "Widget", &[]);
-        let (names, conflict) = accept_names(&second, &[&first, &second]);
-        assert_eq!(
-            conflict,
-            Some((
-                "ListKindConflict",
-                "\"WidgetList\" is already in use".to_string()
-            ))
-        );
-        assert_eq!(names["plural"], "gadgets");
-        // Plural and (defaulted) singular `wd` are a short name taken.
-        let third = crd("wd.example.com", "wd", "Wd", &[]);
-        let (names, conflict) = accept_names(&third, &[&first, &third]);
-        assert_eq!(
-            conflict,
-            Some(("SingularConflict", "\"wd\" is already in use".to_string()))
-        );
+    fn status_edits_keep_transition_times_and_report_changes() {
+        let mut obj = json!({"metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"}, "versions": []}});
+        let established = |s: &mut CustomResourceDefinitionStatus| {
+            set_condition(s, ESTABLISHED, CONDITION_TRUE, "R", "m");
+        };
+        assert!(edit_status(&mut obj, established));
+        let time = obj["status"]["conditions"][0]["lastTransitionTime"].clone();
         assert!(
-            names.get("plural").is_none(),
-            "a conflicting name is not granted"
+            !edit_status(&mut obj, established),
+            "nothing changes the second time"
         );
-        assert_eq!(names["kind"], "Wd");
-    }
-
-    #[test]
-    fn conditions_keep_their_transition_time() {
-        let mut status = json!({});
-        assert!(set_condition(&mut status, "Established", "True", "R", "m"));
-        let time = status["conditions"][0]["lastTransitionTime"].clone();
-        assert!(!set_condition(&mut status, "Established", "True", "R", "m"));
-        assert_eq!(status["conditions"][0]["lastTransitionTime"], time);
+        assert_eq!(obj["status"]["conditions"][0]["lastTransitionTime"], time);
     }
 }

@@ -362,7 +362,17 @@ fn parse_list_params(ctx: &Ctx<'_>) -> ApiResult<ListParams> {
     let q = ctx.query;
     let labels = LabelSelector::parse(q.get("labelSelector").unwrap_or_default())
         .map_err(|e| Status::bad_request(e.to_string()))?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or_default(), &META_FIELDS)
+    // The kind's selectable fields (`.spec.color`) join metadata's.
+    let allowed: Vec<&str> = META_FIELDS
+        .into_iter()
+        .chain(
+            ctx.info
+                .selectable_fields
+                .iter()
+                .map(|f| f.trim_start_matches('.')),
+        )
+        .collect();
+    let fields = FieldSelector::parse(q.get("fieldSelector").unwrap_or_default(), &allowed)
         .map_err(|e| Status::bad_request(e.to_string()))?;
     // As kube-apiserver's query-parameter decoding: a non-integer is a
     // 400 with Go's strconv text; a negative limit means no limit.

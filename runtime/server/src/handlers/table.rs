@@ -189,7 +189,8 @@ fn find<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
 
 /// A column's cell: the first value its JSONPath finds (upstream's
 /// custom resource table convertor), `null` when none; `string` columns
-/// show other values as JSON text.
+/// show other values as JSON text; `date` columns show the time since, as
+/// `kubectl get` prints an age (`<invalid>` for what is not a time).
 fn cell(obj: &Value, column: &PrinterColumn) -> Value {
     let Some(value) = find(obj, column.json_path).into_iter().next() else {
         return Value::Null;
@@ -198,8 +199,23 @@ fn cell(obj: &Value, column: &PrinterColumn) -> Value {
         ("string", Value::Object(_) | Value::Array(_) | Value::Number(_) | Value::Bool(_)) => {
             Value::String(value.to_string())
         }
+        ("date", Value::String(time)) => match time.parse::<jiff::Timestamp>() {
+            Ok(t) => Value::String(apiforge_core::builtin::printers::human_duration(
+                jiff::Timestamp::now().as_second() - t.as_second(),
+            )),
+            Err(_) => Value::String("<invalid>".into()),
+        },
         _ => value.clone(),
     }
+}
+
+/// The first value a JSONPath finds, as it is.
+fn lookup_first(obj: &Value, path: &str) -> Value {
+    find(obj, path)
+        .into_iter()
+        .next()
+        .cloned()
+        .unwrap_or(Value::Null)
 }
 
 /// PartialObjectMetadata of an encoded object.
@@ -233,6 +249,12 @@ pub fn table(
         .map(|obj| {
             let cells: Vec<Value> = match printer {
                 Some(p) => (p.cells)(obj),
+                // The default table's `Created At` is the timestamp itself
+                // (upstream's default table convertor).
+                None if info.printer_columns.is_empty() => cols
+                    .iter()
+                    .map(|c| lookup_first(obj, c.json_path))
+                    .collect(),
                 None => cols.iter().map(|c| cell(obj, c)).collect(),
             };
             let mut row = Map::new();

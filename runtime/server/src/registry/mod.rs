@@ -43,6 +43,10 @@ use apiforge_core::scheme::{Kind, Object};
 use apiforge_core::validation::{self, ErrorList, FieldError};
 use apiforge_storage::{self as storage, KeyValue, Revision, Storage, WatchItem, WriteOutcome};
 
+/// The most bytes (keys and values) an object's annotations may hold
+/// (upstream's `TotalAnnotationSizeLimitB`).
+const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+
 /// The registry store of one kind.
 #[derive(Clone)]
 pub struct Store {
@@ -287,6 +291,20 @@ impl Store {
             for msg in validation::is_valid_path_segment_name(&meta.name) {
                 errs.push(FieldError::invalid("metadata.name", meta.name.clone(), msg));
             }
+        }
+        // Upstream's ValidateAnnotationsSize (what refuses a client-side
+        // apply of a large CRD: its last-applied annotation is the whole
+        // definition).
+        let annotations: usize = meta
+            .annotations
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum();
+        if annotations > TOTAL_ANNOTATION_SIZE_LIMIT {
+            errs.push(FieldError::too_long(
+                "metadata.annotations",
+                TOTAL_ANNOTATION_SIZE_LIMIT,
+            ));
         }
         errs
     }

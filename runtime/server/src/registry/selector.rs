@@ -395,10 +395,11 @@ impl FieldSelector {
             };
             let field = field.trim().to_string();
             if !allowed.contains(&field.as_str()) {
-                let quoted: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
+                // Upstream's DefaultMetaV1FieldSelectorConversion, the
+                // fallback of every kind (selectable fields included):
+                // it names only the metadata fields.
                 return Err(format!(
-                    "{field:?} is not a known field selector: only {}",
-                    quoted.join(", ")
+                    "{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
                 ));
             }
             out.push((field, negate, unescape(value)));

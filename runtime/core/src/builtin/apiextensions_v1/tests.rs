@@ -1055,3 +1055,55 @@ fn gateway_api_crds_round_trip_and_validate() {
     }
     assert!(checked >= 10, "only {checked} CRDs checked");
 }
+
+/// `validation.go` (`validateCustomResourceDefinitionCEL` and
+/// `getCostErrorMessage`): a rule over an unbounded list of unbounded
+/// strings is refused at write time, for the rule and for the schema's
+/// total; bounds make it acceptable. A rule that does not parse is
+/// refused too.
+#[test]
+fn cel_rules_are_compiled_and_their_cost_bounded() {
+    let schema = |hosts: Value| {
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "hosts": hosts}}}})
+    };
+    let rule = json!([{"rule": "self.all(h, h.matches('^[a-z.]+$'))"}]);
+    let unbounded = crd_with(schema(json!({
+        "type": "array", "items": {"type": "string"}, "x-kubernetes-validations": rule
+    })));
+    let errs = unbounded.validate_create();
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_has(
+        &errs,
+        &format!(
+            "{S}.properties[spec].properties[hosts].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}"
+        ),
+    );
+    assert_has(
+        &errs,
+        &format!(
+            "{S}: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}"
+        ),
+    );
+    let bounded = crd_with(schema(json!({
+        "type": "array", "maxItems": 16, "items": {"type": "string", "maxLength": 253},
+        "x-kubernetes-validations": rule
+    })));
+    assert!(
+        bounded.validate_create().is_empty(),
+        "{:?}",
+        lines(&bounded.validate_create())
+    );
+    let broken = crd_with(schema(json!({
+        "type": "array", "maxItems": 16, "items": {"type": "string", "maxLength": 253},
+        "x-kubernetes-validations": [{"rule": "self.all(h, "}]
+    })));
+    let errs = broken.validate_create();
+    assert!(
+        lines(&errs).iter().any(|l| l.starts_with(&format!(
+            "{S}.properties[spec].properties[hosts].x-kubernetes-validations[0].rule: Invalid value: \"self.all(h, \": compilation failed: "
+        ))),
+        "{:?}",
+        lines(&errs)
+    );
+}

@@ -15,10 +15,15 @@
 //! and `spec.selectableFields`, as kube-apiserver reports them, and
 //! `spec.conversion.webhook.clientConfig` is `spec.conversion.webhookClientConfig`.
 //!
+//! CEL rules are parsed at write time, and the one cost pattern upstream's
+//! estimator always refuses (string functions over every item of an
+//! unbounded list of unbounded strings) is refused with its message
+//! (`validate_rule_program`).
+//!
 //! Not done here:
-//! - compiling the CEL rules of `x-kubernetes-validations` and estimating
-//!   their cost (the CEL module's job; only the rules' static shape is
-//!   checked, and default values are not run through CEL rules);
+//! - upstream's cost estimator itself (other costly rules pass), type
+//!   checking rules against the schema, and running default values
+//!   through CEL rules;
 //! - the `caBundle` PEM check of conversion webhooks on updates of
 //!   established CRDs (upstream skips it on create and for CRDs that are not
 //!   established);
@@ -1576,6 +1581,11 @@ fn validate_validation(
         require_valid_type: opts.require_valid_property_type,
     };
     openapi_schema(&schema, &schema_path, &ssv, true, opts, &mut local);
+    // A rule over its budget puts the schema's total over the definition's
+    // budget too (upstream reports both).
+    if local.iter().any(|e| e.detail == cost_error(RULE_COST)) {
+        local.push(FieldError::forbidden(&schema_path, cost_error(TOTAL_COST)));
+    }
     errs.extend(local);
 }
 
@@ -1919,13 +1929,89 @@ fn openapi_schema(
         map_list_keys_map_set(s, path, errs);
     }
     for (i, rule) in s.x_validations.iter().flatten().enumerate() {
-        validate_rule_shape(
-            rule,
-            s,
-            &path.child("x-kubernetes-validations").index(i),
-            errs,
-        );
+        let at = path.child("x-kubernetes-validations").index(i);
+        validate_rule_shape(rule, s, &at, errs);
+        validate_rule_program(rule, s, &at, errs);
     }
+}
+
+/// The CEL checks of a rule at definition write time: it must compile
+/// (parse), and a rule that runs string functions over every item of an
+/// unbounded list of unbounded strings is refused as upstream's cost
+/// estimator refuses it (its estimate is then orders of magnitude over the
+/// per-rule budget, reported as `more than 100x`).
+///
+/// This is not upstream's estimator: only that pattern is recognized;
+/// other costly rules are not refused (and runtime cost limits are not
+/// enforced).
+fn validate_rule_program(rule: &Rule, schema: &Props, path: &FieldPath, errs: &mut ErrorList) {
+    let text = rule.rule.trim();
+    if text.is_empty() {
+        return;
+    }
+    if let Err(e) = cel::Program::compile(text) {
+        errs.push(FieldError::invalid(
+            path.child("rule"),
+            rule.rule.as_str(),
+            format!("compilation failed: {e}"),
+        ));
+        return;
+    }
+    if unbounded_string_comprehension(text, schema) {
+        errs.push(FieldError::forbidden(
+            path.child("rule"),
+            cost_error(RULE_COST),
+        ));
+    }
+}
+
+/// What upstream's cost errors call the estimate of one rule, and of all
+/// rules of a schema.
+const RULE_COST: &str = "estimated rule cost";
+const TOTAL_COST: &str =
+    "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema";
+
+/// Upstream's message for an estimate over its budget by more than 100
+/// times.
+fn cost_error(what: &str) -> String {
+    format!(
+        "{what} exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    )
+}
+
+/// Whether `rule` (on a node of schema `schema`) iterates over `self`, an
+/// array without `maxItems` of strings without `maxLength` or `enum`,
+/// applying a string function to the items.
+fn unbounded_string_comprehension(rule: &str, schema: &Props) -> bool {
+    if schema.type_str() != "array" || schema.max_items.is_some() {
+        return false;
+    }
+    let Some(Items::One(item)) = &schema.items else {
+        return false;
+    };
+    if item.type_str() != "string" || item.max_length.is_some() || item.enum_.is_some() {
+        return false;
+    }
+    const MACROS: [&str; 5] = ["all(", "exists(", "exists_one(", "map(", "filter("];
+    const STRING_FUNCTIONS: [&str; 12] = [
+        ".matches(",
+        ".contains(",
+        ".startsWith(",
+        ".endsWith(",
+        ".find(",
+        ".findAll(",
+        ".split(",
+        ".lowerAscii(",
+        ".upperAscii(",
+        ".indexOf(",
+        ".replace(",
+        ".size(",
+    ];
+    let compact: String = rule.chars().filter(|c| !c.is_whitespace()).collect();
+    MACROS
+        .iter()
+        .any(|m| compact.contains(&format!("self.{m}")))
+        && STRING_FUNCTIONS.iter().any(|f| compact.contains(f))
 }
 
 fn has_newlines(s: &str) -> bool {
