@@ -8,36 +8,13 @@
 
 mod common;
 
-use std::future::Future;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use common::Server;
 use common::kubectl::Kubectl;
+use common::{DEADLINE, Server, eventually};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::Discovery;
 use serde_json::{Value, json};
-
-const DEADLINE: Duration = Duration::from_secs(30);
-
-async fn eventually<F, Fut>(server: &Server, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not after {DEADLINE:?}; log:\n{}",
-            server.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 fn write(path: &Path, text: &str) -> String {
     std::fs::write(path, text).expect("write");

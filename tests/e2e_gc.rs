@@ -8,41 +8,15 @@
 
 mod common;
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
-use common::Server;
 use common::kubectl::Kubectl;
+use common::{Server, eventually};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
-
-/// How long the collector gets for anything (generous: no timing is
-/// asserted).
-const DEADLINE: Duration = Duration::from_secs(30);
-
-/// Polls `check` until it holds; fails with the server log after
-/// [`DEADLINE`].
-async fn eventually<F, Fut>(server: &Server, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: not after {DEADLINE:?}; log:\n{}",
-            server.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 async fn gone<K>(api: &Api<K>, name: &str) -> bool
 where

@@ -422,7 +422,19 @@ async fn startup_with_many(
         per_object,
         marginal
     );
+    drop(server);
+    let compiled = compiled_marginal_rss(settings, pad).await?;
+    progress!(
+        "  the compiled-in Flunder, same objects and counts: {compiled:.0} bytes RSS per object (next 90,000)"
+    );
     Ok(vec![
+        Figure::vs(
+            S,
+            "RSS bytes per cached object, 10,000 → 100,000 (ref: compiled-in Flunder)",
+            marginal,
+            compiled,
+            Goal::Info,
+        ),
         Figure::new(
             S,
             "start-up to ready with 100 CRDs and 10,000 CRs, s",
@@ -454,4 +466,32 @@ async fn startup_with_many(
             Goal::Info,
         ),
     ])
+}
+
+/// The same RSS measure for the compiled-in Flunder: 10,000 objects, a
+/// restart, 90,000 more, a restart; RSS bytes per object between the two.
+async fn compiled_marginal_rss(settings: &Settings, pad: usize) -> anyhow::Result<f64> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("data");
+    let mut rss = Vec::new();
+    for (prefix, count) in [
+        ("o", DEFINITIONS * PER_DEFINITION),
+        ("m", DEFINITIONS * MORE_PER_DEFINITION),
+    ] {
+        let server = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
+        fill(
+            &server.target,
+            "wardle.example.com",
+            &collection("default"),
+            prefix,
+            count,
+            pad,
+        )
+        .await?;
+        drop(server);
+        let server = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        rss.push(server.rss()? as f64);
+    }
+    Ok((rss[1] - rss[0]) / (DEFINITIONS * MORE_PER_DEFINITION) as f64)
 }

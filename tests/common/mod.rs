@@ -276,3 +276,27 @@ impl Drop for Etcd {
         self.kill();
     }
 }
+
+/// How long [`eventually`] waits (generous: no timing is asserted).
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Polls `check` every 100 ms until it holds; fails with the server log
+/// after [`DEADLINE`].
+pub async fn eventually<F, Fut>(server: &Server, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not after {DEADLINE:?}; log:\n{}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

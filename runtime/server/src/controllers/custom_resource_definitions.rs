@@ -284,6 +284,21 @@ impl DefinitionController {
         }
     }
 
+    /// Sets the `Terminating` condition of definition `name`.
+    async fn terminating(&self, name: &str, reason: &str, message: &str) {
+        let result = self
+            .definitions
+            .update_internal("", name, |obj| {
+                edit_status(obj, |status| {
+                    set_condition(status, TERMINATING, CONDITION_TRUE, reason, message);
+                })
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(definition = %name, error = %e, "custom resource definition status not written");
+        }
+    }
+
     /// The cleanup finalizer: deletes every resource of a deleted
     /// definition; once none is left, stops serving it and lets it go.
     async fn finalize(&mut self, crd: &Value) {
@@ -309,20 +324,12 @@ impl DefinitionController {
             ),
         };
         self.stores.set_terminating(&group, &plural, true);
-        let _ = self
-            .definitions
-            .update_internal("", &name, |obj| {
-                edit_status(obj, |status| {
-                    set_condition(
-                        status,
-                        TERMINATING,
-                        CONDITION_TRUE,
-                        "InstanceDeletionInProgress",
-                        "CustomResource deletion is in progress",
-                    );
-                })
-            })
-            .await;
+        self.terminating(
+            &name,
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+        )
+        .await;
         let remaining = match self.stores.find(&group, &plural) {
             Some(store) => delete_all(&store).await,
             None => Ok(0),
@@ -349,20 +356,12 @@ impl DefinitionController {
             }
             Ok(_) => {}
             Err(message) => {
-                let _ = self
-                    .definitions
-                    .update_internal("", &name, |obj| {
-                        edit_status(obj, |status| {
-                            set_condition(
-                                status,
-                                TERMINATING,
-                                CONDITION_TRUE,
-                                "InstanceDeletionFailed",
-                                &format!("could not list instances: {message}"),
-                            );
-                        })
-                    })
-                    .await;
+                self.terminating(
+                    &name,
+                    "InstanceDeletionFailed",
+                    &format!("could not list instances: {message}"),
+                )
+                .await;
             }
         }
     }
