@@ -69,6 +69,9 @@ pub struct ApiServer {
     served_versions: HashMap<String, Vec<String>>,
     /// The route table of resource requests: every served resource.
     resources: Resources,
+    /// The route table of the custom resources, with the generation of the
+    /// served kinds it was built at ([`ApiServer::custom_store`]).
+    custom: std::sync::RwLock<(u64, Arc<Resources>)>,
     authenticator: Arc<crate::authn::Authenticator>,
     authorizer: Arc<crate::authz::Authorizer>,
     version: VersionInfo,
@@ -137,6 +140,7 @@ impl ApiServer {
         ApiServer {
             scheme,
             resources,
+            custom: std::sync::RwLock::new((u64::MAX, Arc::new(Resources::default()))),
             served: Served {
                 stores,
                 min_request_timeout,
@@ -267,14 +271,39 @@ impl ApiServer {
         groups
     }
 
-    /// The store serving a custom resource (a kind the compiled scheme
-    /// does not have), with its version's facts.
+    /// The handler of a custom resource (a kind the compiled route table
+    /// does not have): from a route table of the served kinds, rebuilt
+    /// when they change.
     fn custom_store(&self, info: &RequestInfo) -> Option<Arc<dyn crate::handlers::Rest>> {
-        let (store, kind_info) =
-            self.served
-                .stores
-                .get(&info.group, &info.version, &info.resource)?;
-        Some(Arc::new(Stored::new(store, kind_info)))
+        let generation = self.served.stores.generation();
+        {
+            let custom = self
+                .custom
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if custom.0 == generation {
+                return custom.1.get(&info.group, &info.version, &info.resource);
+            }
+        }
+        let mut table = Resources::default();
+        for (store, kind_info) in self.served.stores.iter() {
+            if self
+                .resources
+                .get(kind_info.group, kind_info.version, kind_info.plural)
+                .is_none()
+            {
+                table.insert(
+                    (kind_info.group, kind_info.version, kind_info.plural),
+                    Arc::new(Stored::new(store, kind_info)),
+                );
+            }
+        }
+        let found = table.get(&info.group, &info.version, &info.resource);
+        *self
+            .custom
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = (generation, Arc::new(table));
+        found
     }
 
     /// Marks the server as shutting down: `/readyz` fails from now on.

@@ -356,6 +356,8 @@ pub struct WatchCache {
     /// Asks the reflector to re-list (when the backend's watch stopped
     /// reporting progress, e.g. a resumed etcd watch with nothing to send).
     resync: tokio::sync::Notify,
+    /// Set by [`WatchCache::stop`]: the reflector ends.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 /// Reads a lock even if a panicking thread poisoned it (the state is only
@@ -406,7 +408,21 @@ impl WatchCache {
             revision_tx,
             snapshots: Mutex::new(VecDeque::new()),
             resync: tokio::sync::Notify::new(),
+            stopped: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Stops the reflector and ends the cache's watches (its kind is no
+    /// longer served: a custom resource's definition changed or went). The
+    /// cache is freed when its last reader lets go.
+    pub fn stop(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.resync.notify_one();
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The revision the cache has caught up with.
@@ -707,8 +723,16 @@ async fn reflect(cache: std::sync::Weak<WatchCache>, decode: Decoder) {
     let mut backoff = Duration::from_millis(100);
     loop {
         let Some(c) = cache.upgrade() else { return };
+        if c.is_stopped() {
+            c.not_ready();
+            return;
+        }
         let started = Instant::now();
         let result = reflect_once(&c, &decode).await;
+        if c.is_stopped() {
+            c.not_ready();
+            return;
+        }
         if let Err(e) = &result {
             tracing::warn!(prefix = %c.prefix, error = %e, "watch cache lost its watch; re-listing");
         }

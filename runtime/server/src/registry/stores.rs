@@ -129,8 +129,8 @@ impl Stores {
     }
 
     /// Serves a kind added at run time (a custom resource's) in every one
-    /// of its versions, replacing what served its group and plural before;
-    /// returns its store. Its watch cache starts now, its writes go through
+    /// of its versions, replacing what served its group and plural before
+    /// (whose watch cache stops); returns its store. Its watch cache starts now, its writes go through
     /// the admission chain of the other stores.
     pub fn add_kind(&self, kind: Arc<Kind>) -> Option<Store> {
         let factory = self.shared.factory.as_ref()?;
@@ -147,8 +147,15 @@ impl Stores {
         let info = kind.storage_info();
         let (group, plural) = (info.group, info.plural);
         let added = store.clone();
+        let mut replaced: Option<Store> = None;
         self.change(|map| {
-            map.retain(|(g, _, p), _| !(*g == group && *p == plural));
+            map.retain(|(g, _, p), (old, _)| {
+                let hit = *g == group && *p == plural;
+                if hit {
+                    replaced = Some(old.clone());
+                }
+                !hit
+            });
             for v in kind.versions() {
                 map.insert(
                     (v.info.group, v.info.version, v.info.plural),
@@ -156,13 +163,16 @@ impl Stores {
                 );
             }
         });
+        if let Some(cache) = replaced.as_ref().and_then(Store::cache) {
+            cache.stop();
+        }
         Some(added)
     }
 
-    /// Stops serving `plural` in `group` (every version); returns the
-    /// store that served it.
+    /// Stops serving `plural` in `group` (every version; its watch cache
+    /// stops); returns the store that served it.
     pub fn remove_kind(&self, group: &str, plural: &str) -> Option<Store> {
-        let mut removed = None;
+        let mut removed: Option<Store> = None;
         self.change(|map| {
             map.retain(|(g, _, p), (store, _)| {
                 let hit = *g == group && *p == plural;
@@ -172,6 +182,9 @@ impl Stores {
                 !hit
             });
         });
+        if let Some(cache) = removed.as_ref().and_then(Store::cache) {
+            cache.stop();
+        }
         removed
     }
 
@@ -197,6 +210,12 @@ impl Stores {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .iter()
             .any(|(g, p)| g == group && p == plural)
+    }
+
+    /// How many times the served kinds changed (a cheap check of whether a
+    /// view built from them is current).
+    pub fn generation(&self) -> u64 {
+        *self.shared.changes.borrow()
     }
 
     /// A receiver that sees every change of the served kinds.
@@ -255,5 +274,64 @@ impl Stores {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apiforge_storage::embedded::{EmbeddedOptions, EmbeddedStore};
+    use serde_json::json;
+
+    fn definition(column: &str) -> serde_json::Value {
+        json!({"spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "additionalPrinterColumns": [{"name": column, "type": "string", "jsonPath": ".spec.x"}]}]}})
+    }
+
+    #[tokio::test]
+    async fn kinds_join_and_leave_and_replaced_caches_stop() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage: Arc<dyn Storage> =
+            Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).expect("store"));
+        let stores = Stores::new(
+            &Scheme::new(),
+            storage,
+            "/registry",
+            Some(&CacheOptions::default()),
+            crate::admission::Plugins::default(),
+        );
+        let mut changes = stores.changes();
+        let kind = |column: &str| {
+            Arc::new(
+                apiforge_core::scheme::custom::kind_from_definition(&definition(column), None)
+                    .expect("kind"),
+            )
+        };
+        let first = stores.add_kind(kind("A")).expect("added");
+        assert!(changes.has_changed().expect("sender"));
+        changes.borrow_and_update();
+        let (_, info) = stores.get("example.com", "v1", "widgets").expect("served");
+        assert_eq!(info.printer_columns[1].name, "A");
+        // A changed definition replaces the store; the old cache stops.
+        let second = stores.add_kind(kind("B")).expect("replaced");
+        let (_, info) = stores.get("example.com", "v1", "widgets").expect("served");
+        assert_eq!(info.printer_columns[1].name, "B");
+        let old = first.cache().expect("cache").clone();
+        drop(first);
+        assert!(old.is_stopped());
+        let weak = Arc::downgrade(&old);
+        drop(old);
+        for _ in 0..100 {
+            if weak.upgrade().is_none() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(weak.upgrade().is_none(), "the stopped cache is freed");
+        assert!(stores.remove_kind("example.com", "widgets").is_some());
+        assert!(stores.get("example.com", "v1", "widgets").is_none());
+        assert!(second.cache().expect("cache").is_stopped());
     }
 }
