@@ -24,6 +24,9 @@ use apiforge_core::scheme::custom::kind_from_definition;
 const GROUP: &str = "apiextensions.k8s.io";
 /// How often definitions whose resources are being deleted are looked at.
 const RETRY: Duration = Duration::from_secs(1);
+/// How long a newly served kind waits for discovery to list it before its
+/// definition is `Established` anyway.
+const PUBLISH_WAIT: Duration = Duration::from_secs(2);
 
 /// What is served for one definition.
 struct Served {
@@ -38,6 +41,12 @@ pub struct DefinitionController {
     definitions: Store,
     stores: Stores,
     served: HashMap<String, Served>,
+    /// Whether a definition was being deleted at the last reconcile.
+    finalizing: bool,
+    /// Whether the server publishes documents after changes (not yet
+    /// during the start-up reconcile, which the post-start hook follows
+    /// with one publication of everything).
+    publishing: bool,
 }
 
 /// Starts the controller when the server serves CustomResourceDefinitions,
@@ -51,6 +60,8 @@ pub async fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>
         definitions,
         stores: stores.clone(),
         served: HashMap::new(),
+        finalizing: false,
+        publishing: false,
     };
     controller.reconcile().await;
     tokio::spawn(controller.run(shutdown));
@@ -95,6 +106,7 @@ fn edit_status(obj: &mut Value, edit: impl FnOnce(&mut CustomResourceDefinitionS
 
 impl DefinitionController {
     async fn run(mut self, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        self.publishing = true;
         loop {
             let params = ListParams {
                 send_initial_events: Some(false),
@@ -109,14 +121,14 @@ impl DefinitionController {
             };
             self.reconcile().await;
             loop {
-                let busy = self.served.is_empty()
-                    || self.stores.iter().any(|(s, _)| {
-                        self.stores.is_terminating(
-                            s.kind().storage_info().group,
-                            s.kind().storage_info().plural,
-                        )
-                    });
-                let wait = if busy { RETRY } else { Duration::from_secs(30) };
+                // Definitions being deleted are looked at again every
+                // second (their resources go meanwhile); otherwise events
+                // wake the loop.
+                let wait = if self.finalizing {
+                    RETRY
+                } else {
+                    Duration::from_secs(30)
+                };
                 let event = async {
                     match events.as_mut() {
                         Some(events) => futures::StreamExt::next(events).await,
@@ -170,6 +182,7 @@ impl DefinitionController {
         let mut current: Vec<CustomResourceDefinition> =
             ordered.into_iter().filter_map(typed).collect();
         let mut live: Vec<String> = Vec::new();
+        self.finalizing = false;
         for i in 0..current.len() {
             let name = current[i].metadata.name.clone();
             live.push(name.clone());
@@ -177,13 +190,18 @@ impl DefinitionController {
                 continue;
             };
             if is_deleting(&json) {
+                self.finalizing = true;
                 self.finalize(&json).await;
                 continue;
             }
             let all: Vec<&CustomResourceDefinition> = current.iter().collect();
             let decision = calculate_names(&current[i], &all);
-            if decision.names_accepted.status == CONDITION_TRUE {
-                self.serve(&json);
+            if decision.names_accepted.status == CONDITION_TRUE
+                && self.serve(&json)
+                && self.publishing
+            {
+                // Established once clients can discover the kind.
+                self.stores.documents_published(PUBLISH_WAIT).await;
             }
             self.write_status(&name, &decision).await;
             current[i]
@@ -207,12 +225,13 @@ impl DefinitionController {
         }
     }
 
-    /// Serves `crd`'s kind (again, if its spec changed).
-    fn serve(&mut self, crd: &Value) {
+    /// Serves `crd`'s kind (again, if its spec changed); whether it
+    /// changed what is served.
+    fn serve(&mut self, crd: &Value) -> bool {
         let name = name_of(crd).to_string();
         let spec = crd.get("spec").cloned().unwrap_or(Value::Null);
         if self.served.get(&name).is_some_and(|s| s.spec == spec) {
-            return;
+            return false;
         }
         let converter: Option<Arc<dyn apiforge_core::scheme::custom::Converter>> = match crd
             .pointer("/spec/conversion/strategy")
@@ -223,7 +242,7 @@ impl DefinitionController {
                     Ok(c) => Some(Arc::new(c)),
                     Err(e) => {
                         tracing::warn!(definition = %name, error = %e, "custom resource definition not served");
-                        return;
+                        return false;
                     }
                 }
             }
@@ -247,9 +266,11 @@ impl DefinitionController {
                         plural,
                     },
                 );
+                true
             }
             Err(e) => {
                 tracing::warn!(definition = %name, error = %e, "custom resource definition not served");
+                false
             }
         }
     }

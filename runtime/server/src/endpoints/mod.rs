@@ -212,15 +212,21 @@ impl ApiServer {
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {
         let mut changes = self.served.stores.changes();
-        changes.borrow_and_update();
+        // What the post-start hook published (a change since then is
+        // published at once).
+        let mut published = self.served.stores.published_generation();
         loop {
+            if *changes.borrow_and_update() != published {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                published = *changes.borrow_and_update();
+                self.publish_custom(self.custom_groups());
+                self.served.stores.mark_published(published);
+                continue;
+            }
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },
                 _ = stop.wait_for(|s| *s) => return,
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            changes.borrow_and_update();
-            self.publish_custom(self.custom_groups());
         }
     }
 

@@ -37,6 +37,9 @@ struct Shared {
     /// Bumped on every change of the map (controllers that hold one store
     /// per kind look again).
     changes: tokio::sync::watch::Sender<u64>,
+    /// The generation of the map the served documents (discovery,
+    /// OpenAPI) describe ([`Stores::mark_published`]).
+    published: tokio::sync::watch::Sender<u64>,
 }
 
 /// How [`Stores::add_kind`] builds a store.
@@ -101,6 +104,7 @@ impl Stores {
                     admission: chain,
                 }),
                 changes: tokio::sync::watch::Sender::new(0),
+                published: tokio::sync::watch::Sender::new(0),
                 terminating: RwLock::default(),
             }),
         }
@@ -216,6 +220,33 @@ impl Stores {
     /// view built from them is current).
     pub fn generation(&self) -> u64 {
         *self.shared.changes.borrow()
+    }
+
+    /// Records that the served documents describe the kinds of
+    /// `generation` (the server's document publisher calls it).
+    pub fn mark_published(&self, generation: u64) {
+        self.shared.published.send_if_modified(|g| {
+            let newer = generation > *g;
+            if newer {
+                *g = generation;
+            }
+            newer
+        });
+    }
+
+    /// The generation the served documents describe.
+    pub fn published_generation(&self) -> u64 {
+        *self.shared.published.borrow()
+    }
+
+    /// Waits (at most `limit`) until the served documents describe the
+    /// kinds served now: a definition is `Established` once clients can
+    /// discover its kind. Without a document publisher it returns after
+    /// `limit`.
+    pub async fn documents_published(&self, limit: std::time::Duration) {
+        let generation = self.generation();
+        let mut published = self.shared.published.subscribe();
+        let _ = tokio::time::timeout(limit, published.wait_for(|g| *g >= generation)).await;
     }
 
     /// A receiver that sees every change of the served kinds.

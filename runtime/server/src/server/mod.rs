@@ -264,10 +264,12 @@ pub async fn run(
                     crd_stop_rx.clone(),
                 )
                 .await;
+                let generation = ctx.server.stores().generation();
                 let custom = ctx.server.custom_groups();
                 if !custom.is_empty() {
                     ctx.server.publish_custom(custom);
                 }
+                ctx.server.stores().mark_published(generation);
                 tokio::spawn(ctx.server.clone().keep_documents_current(crd_stop_rx));
                 Ok(())
             },
