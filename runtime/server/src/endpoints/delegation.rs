@@ -101,28 +101,37 @@ impl Link for Extensions {
         if !info.is_resource_request {
             return Routed::Pass(req);
         }
-        if info.verb == "create" && self.0.stores().is_terminating(&info.group, &info.resource) {
-            // Upstream's crdHandler: a terminating definition takes no new
-            // objects.
-            let mut status = Status::method_not_allowed("create", &info.group, &info.resource);
-            status.message =
-                "create not allowed while custom resource definition is terminating".into();
-            status.details = Some(apiforge_core::meta::StatusDetails {
-                group: info.group.clone(),
-                kind: info.resource.clone(),
-                ..Default::default()
-            });
-            return Routed::Serve(Box::pin(async move {
-                crate::request::response::error_response(&status.into())
-            }));
-        }
-        match self.0.custom_store(&info) {
-            Some(rest) => Routed::Serve(Box::pin(
+        let Some(rest) = self.0.custom_store(&info) else {
+            return Routed::Pass(req);
+        };
+        if info.verb != "create" {
+            return Routed::Serve(Box::pin(
                 self.0
                     .serve(super::routes::Route::Resource(rest, info), req),
-            )),
-            None => Routed::Pass(req),
+            ));
         }
+        Routed::Serve(Box::pin(async move {
+            if self
+                .0
+                .definition_terminating(&info.group, &info.resource)
+                .await
+            {
+                // Upstream's crdHandler: a terminating definition takes no
+                // new objects.
+                let mut status = Status::method_not_allowed("create", &info.group, &info.resource);
+                status.message =
+                    "create not allowed while custom resource definition is terminating".into();
+                status.details = Some(apiforge_core::meta::StatusDetails {
+                    group: info.group.clone(),
+                    kind: info.resource.clone(),
+                    ..Default::default()
+                });
+                return crate::request::response::error_response(&status.into());
+            }
+            self.0
+                .serve(super::routes::Route::Resource(rest, info), req)
+                .await
+        }))
     }
 }
 

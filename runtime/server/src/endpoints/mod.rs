@@ -312,6 +312,29 @@ impl ApiServer {
         found
     }
 
+    /// Whether the definition of `plural` in `group` is being deleted (read
+    /// from storage, so a create right after the definition's DELETE is
+    /// refused).
+    async fn definition_terminating(&self, group: &str, plural: &str) -> bool {
+        if self.served.stores.is_terminating(group, plural) {
+            return true;
+        }
+        let Some(definitions) = self
+            .served
+            .stores
+            .find("apiextensions.k8s.io", "customresourcedefinitions")
+        else {
+            return false;
+        };
+        definitions
+            .get_live("", &format!("{plural}.{group}"))
+            .await
+            .is_ok_and(|crd| {
+                crd.pointer("/metadata/deletionTimestamp")
+                    .is_some_and(|t| !t.is_null())
+            })
+    }
+
     /// Marks the server as shutting down: `/readyz` fails from now on.
     pub fn begin_shutdown(&self) {
         self.health.begin_shutdown();

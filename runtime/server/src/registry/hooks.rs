@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::{Store, metadata_mut};
 use crate::error::ApiResult;
 
-/// Whether two hub objects differ outside `metadata` and `status`.
+/// Whether two hub objects differ outside `metadata`, `status`,
+/// `apiVersion` and `kind`.
 pub(super) fn spec_changed(new: &Value, old: &Value) -> bool {
     // `apiVersion` and `kind` are not the object's content (a custom
     // resource keeps the version it was written in until it is stored).
