@@ -37,36 +37,50 @@ pub fn free_port() -> u16 {
 impl Server {
     /// Starts a server on a fresh temporary data directory.
     pub async fn start() -> Server {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("data");
-        let mut s = Server::start_in(&dir, free_port(), &[]).await;
-        s._tmp = Some(tmp);
-        s
+        Server::start_with(&[]).await
     }
 
     /// Starts a server on a fresh temporary data directory with extra flags.
+    /// A free port can be taken by another process between
+    /// [`free_port`] and the server's bind: then it starts again on
+    /// another port.
     pub async fn start_with(extra: &[&str]) -> Server {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("data");
-        let mut s = Server::start_in(&dir, free_port(), extra).await;
-        s._tmp = Some(tmp);
-        s
+        for _ in 0..5 {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let dir = tmp.path().join("data");
+            let mut s = Server::spawn_in(&dir, free_port(), extra);
+            match s.wait_ready().await {
+                Ok(()) => {
+                    s._tmp = Some(tmp);
+                    return s;
+                }
+                Err(log) if log.contains("Address already in use") => continue,
+                Err(log) => panic!("server did not become ready; log:\n{log}"),
+            }
+        }
+        panic!("no free port for the server after 5 attempts");
     }
 
     /// Starts a server on `data_dir` and `port` with extra flags.
     pub async fn start_in(data_dir: &Path, port: u16, extra: &[&str]) -> Server {
+        let mut server = Server::spawn_in(data_dir, port, extra);
+        if let Err(log) = server.wait_ready().await {
+            panic!("server did not become ready; log:\n{log}");
+        }
+        server
+    }
+
+    fn spawn_in(data_dir: &Path, port: u16, extra: &[&str]) -> Server {
         std::fs::create_dir_all(data_dir).expect("data dir");
         let log = data_dir.with_extension(format!("{port}.log"));
         let child = spawn(data_dir, port, extra, &log);
-        let server = Server {
+        Server {
             child: Some(child),
             data_dir: data_dir.to_path_buf(),
             port,
             _tmp: None,
             log,
-        };
-        server.wait_ready().await;
-        server
+        }
     }
 
     /// The admin kubeconfig path.
@@ -88,9 +102,17 @@ impl Server {
         kube::Client::try_from(config).expect("client")
     }
 
-    async fn wait_ready(&self) {
+    /// Waits for `/readyz`; the log when the server exited or did not
+    /// become ready in 30 s.
+    async fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(_)) = child.try_wait()
+            {
+                self.child = None;
+                return Err(self.log());
+            }
             if self.kubeconfig().exists()
                 && let Ok(client) =
                     tokio::time::timeout(Duration::from_secs(2), self.client()).await
@@ -102,14 +124,12 @@ impl Server {
                     tokio::time::timeout(Duration::from_secs(2), client.request_text(req)).await
                     && body == "ok"
                 {
-                    return;
+                    return Ok(());
                 }
             }
-            assert!(
-                Instant::now() < deadline,
-                "server did not become ready; log:\n{}",
-                self.log()
-            );
+            if Instant::now() >= deadline {
+                return Err(self.log());
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
