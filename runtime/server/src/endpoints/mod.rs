@@ -326,13 +326,23 @@ impl ApiServer {
         else {
             return false;
         };
-        definitions
-            .get_live("", &format!("{plural}.{group}"))
-            .await
-            .is_ok_and(|crd| {
-                crd.pointer("/metadata/deletionTimestamp")
-                    .is_some_and(|t| !t.is_null())
-            })
+        // Only `metadata.deletionTimestamp` of the stored bytes is read
+        // (every other field skipped unparsed): a create pays little.
+        #[derive(serde::Deserialize)]
+        struct Definition {
+            metadata: Meta,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            #[serde(rename = "deletionTimestamp")]
+            deletion_timestamp: Option<serde::de::IgnoredAny>,
+        }
+        let key = definitions.key("", &format!("{plural}.{group}"));
+        match definitions.storage().get(&key, 0).await {
+            Ok(Some(kv)) => serde_json::from_slice::<Definition>(&kv.value)
+                .is_ok_and(|d| d.metadata.deletion_timestamp.is_some()),
+            _ => false,
+        }
     }
 
     /// Marks the server as shutting down: `/readyz` fails from now on.
