@@ -584,13 +584,6 @@ impl KindHooks for CustomHooks {
                     map.shift_remove("status");
                 }
             }
-            if let (Some(meta), Some(new_meta)) = (map.get_mut("metadata"), hub.get("metadata")) {
-                // The status strategy keeps the write's managedFields (the
-                // apply bookkeeping of the status write).
-                if let (Value::Object(meta), Some(fields)) = (meta, new_meta.get("managedFields")) {
-                    meta.insert("managedFields".into(), fields.clone());
-                }
-            }
         }
         *hub = merged;
         Ok(())

@@ -219,8 +219,6 @@ impl DefinitionController {
         for name in gone {
             if let Some(served) = self.served.remove(&name) {
                 self.stores.remove_kind(&served.group, &served.plural);
-                self.stores
-                    .set_terminating(&served.group, &served.plural, false);
             }
         }
     }
@@ -344,7 +342,6 @@ impl DefinitionController {
                     .to_string(),
             ),
         };
-        self.stores.set_terminating(&group, &plural, true);
         self.terminating(
             &name,
             "InstanceDeletionInProgress",
@@ -373,7 +370,6 @@ impl DefinitionController {
                         list.len() != before
                     })
                     .await;
-                self.stores.set_terminating(&group, &plural, false);
             }
             Ok(_) => {}
             Err(message) => {

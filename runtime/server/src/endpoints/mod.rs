@@ -239,14 +239,9 @@ impl ApiServer {
         served.sort_by_key(|(_, info)| (info.group, info.plural));
         for (store, info) in served {
             if self
-                .scheme
-                .resource(info.group, info.version, info.plural)
+                .resources
+                .get(info.group, info.version, info.plural)
                 .is_some()
-                || self.scheme.group(info.group).is_some_and(|g| {
-                    g.kinds
-                        .iter()
-                        .any(|k| k.storage_info().plural == info.plural)
-                })
             {
                 continue;
             }
@@ -316,9 +311,6 @@ impl ApiServer {
     /// from storage, so a create right after the definition's DELETE is
     /// refused).
     async fn definition_terminating(&self, group: &str, plural: &str) -> bool {
-        if self.served.stores.is_terminating(group, plural) {
-            return true;
-        }
         let Some(definitions) = self
             .served
             .stores

@@ -31,9 +31,6 @@ struct Shared {
     by_resource: RwLock<Arc<Map>>,
     /// What a store for a kind added later is built from.
     factory: Option<Factory>,
-    /// The (group, plural) of kinds whose definition is being deleted:
-    /// creates are refused.
-    terminating: RwLock<Vec<(String, String)>>,
     /// Bumped on every change of the map (controllers that hold one store
     /// per kind look again).
     changes: tokio::sync::watch::Sender<u64>,
@@ -105,7 +102,6 @@ impl Stores {
                 }),
                 changes: tokio::sync::watch::Sender::new(0),
                 published: tokio::sync::watch::Sender::new(0),
-                terminating: RwLock::default(),
             }),
         }
     }
@@ -190,30 +186,6 @@ impl Stores {
             cache.stop();
         }
         removed
-    }
-
-    /// Marks `plural` in `group` as terminating (its definition is being
-    /// deleted: creates are refused) or not.
-    pub fn set_terminating(&self, group: &str, plural: &str, terminating: bool) {
-        let mut list = self
-            .shared
-            .terminating
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        list.retain(|(g, p)| !(g == group && p == plural));
-        if terminating {
-            list.push((group.to_string(), plural.to_string()));
-        }
-    }
-
-    /// Whether `plural` in `group` is terminating.
-    pub fn is_terminating(&self, group: &str, plural: &str) -> bool {
-        self.shared
-            .terminating
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .any(|(g, p)| g == group && p == plural)
     }
 
     /// How many times the served kinds changed (a cheap check of whether a
