@@ -361,8 +361,7 @@ async fn startup_with_many(
     // The definitions alone.
     let server = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
     let empty_start = server.startup;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let base_rss = server.rss()?;
+    let base_rss = server.settled_rss().await?;
     for group in &groups {
         fill(
             &server.target,
@@ -390,8 +389,7 @@ async fn startup_with_many(
     ))
     .await?
     .ok()?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let full_rss = server.rss()?;
+    let full_rss = server.settled_rss().await?;
     // 90,000 more, then the marginal RSS per object between the two.
     for group in &groups {
         fill(
@@ -407,8 +405,7 @@ async fn startup_with_many(
     drop(server);
     let server = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
     let big_start = server.startup;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let big_rss = server.rss()?;
+    let big_rss = server.settled_rss().await?;
     let total = (DEFINITIONS * PER_DEFINITION) as f64;
     let more = (DEFINITIONS * MORE_PER_DEFINITION) as f64;
     let per_object = (full_rss as f64 - base_rss as f64) / total;
@@ -490,8 +487,7 @@ async fn compiled_marginal_rss(settings: &Settings, pad: usize) -> anyhow::Resul
         .await?;
         drop(server);
         let server = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        rss.push(server.rss()? as f64);
+        rss.push(server.settled_rss().await? as f64);
     }
     Ok((rss[1] - rss[0]) / (DEFINITIONS * MORE_PER_DEFINITION) as f64)
 }

@@ -169,6 +169,29 @@ impl Apiforge {
         rss_bytes(self.pid()?)
     }
 
+    /// The RSS once the server has settled: the garbage collector's graph
+    /// (one node per object) is built (it starts once the collector holds
+    /// its lease, up to its 15 s duration after a killed predecessor), then
+    /// 2 s more.
+    pub(crate) async fn settled_rss(&self) -> anyhow::Result<u64> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if log.contains("graph synced") {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "garbage collector not synced after 60 s; log:\n{}",
+                    self.log_tail()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        self.rss()
+    }
+
     /// The last lines of the server log.
     pub(crate) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();

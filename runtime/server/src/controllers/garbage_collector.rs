@@ -124,11 +124,7 @@ impl KindEntry {
     /// The namespace `at` lives in for this kind (none when the kind is
     /// cluster-scoped).
     fn namespace_of<'a>(&self, at: &'a ObjectRef) -> &'a str {
-        if self.namespaced {
-            at.namespace.as_str()
-        } else {
-            ""
-        }
+        if self.namespaced { &at.namespace } else { "" }
     }
 
     fn api_version(&self) -> String {
@@ -530,8 +526,8 @@ impl GarbageCollector {
             // has no namespace to be looked up in: those references can
             // never resolve (kube: `namespacedOwnerOfClusterScopedObjectErr`).
             let owner = OwnerRef {
-                api_version: node.identity.api_version.clone(),
-                kind: node.identity.kind.clone(),
+                api_version: node.identity.api_version.to_string(),
+                kind: node.identity.kind.to_string(),
                 name: node.identity.name.clone(),
                 uid: node.identity.uid.clone(),
                 block: false,
@@ -663,9 +659,9 @@ impl GarbageCollector {
         }
         let namespace = entry.namespace_of(dependent).to_string();
         let at = ObjectRef {
-            api_version: owner.api_version.clone(),
-            kind: owner.kind.clone(),
-            namespace: namespace.clone(),
+            api_version: owner.api_version.as_str().into(),
+            kind: owner.kind.as_str().into(),
+            namespace: namespace.as_str().into(),
             name: owner.name.clone(),
             uid: owner.uid.clone(),
         };

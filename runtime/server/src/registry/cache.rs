@@ -82,12 +82,15 @@ pub type Rehydrate = Arc<dyn Fn(&'static str, &[u8]) -> Result<Value, String> + 
 /// The primary encoding starts in the storage version; the first request
 /// for another version whose encoding decodes back to the same hub object
 /// (a lossless conversion) makes that encoding the primary one instead of
-/// a second copy (once: a later version is memoized next to it). The hub form is decoded from the primary encoding on
-/// demand ([`CachedObject::object`]), which only selectors, other output
-/// formats and lossy versions need.
+/// a second copy (once: a later version is memoized next to it). The hub
+/// form is decoded from the primary encoding on demand
+/// ([`CachedObject::object`]), which only selectors, other output formats
+/// and lossy versions need. The primary encodings of the objects a (re-)list
+/// loads share slabs (see [`pack`]); an object a watch event brings has its
+/// own, exactly sized.
 pub struct CachedObject {
-    /// Storage key.
-    pub key: String,
+    /// Storage key (shared with the cache's index of objects).
+    pub key: Arc<str>,
     /// Mod revision (the object's resourceVersion).
     pub revision: Revision,
     state: Mutex<Repr>,
@@ -128,7 +131,7 @@ impl CachedObject {
     /// set), without encodings yet.
     pub fn new(key: String, revision: Revision, object: Value) -> Self {
         CachedObject {
-            key,
+            key: key.into(),
             revision,
             state: Mutex::new(Repr {
                 form: Form::Decoded(Arc::new(object)),
@@ -149,7 +152,7 @@ impl CachedObject {
         decode: Rehydrate,
     ) -> Self {
         CachedObject {
-            key,
+            key: key.into(),
             revision,
             state: Mutex::new(Repr {
                 form: Form::Encoded {
@@ -196,6 +199,34 @@ impl CachedObject {
             Form::Encoded { bytes, .. } => bytes.clone(),
         };
         serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+    }
+
+    /// The length of the primary encoding (0 for an object held decoded).
+    fn primary_len(&self) -> usize {
+        match &self.repr().form {
+            Form::Encoded { bytes, .. } => bytes.len(),
+            Form::Decoded(_) => 0,
+        }
+    }
+
+    /// Calls `f` with the primary encoding (not for objects held decoded).
+    fn with_primary(&self, f: impl FnOnce(&[u8])) {
+        if let Form::Encoded { bytes, .. } = &self.repr().form {
+            f(bytes);
+        }
+    }
+
+    /// Replaces the primary encoding by the same bytes held elsewhere (a
+    /// slice of a slab).
+    fn set_primary(&mut self, same: bytes::Bytes) {
+        let repr = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Form::Encoded { bytes, .. } = &mut repr.form {
+            debug_assert_eq!(*bytes, same);
+            *bytes = same;
+        }
     }
 
     /// The object's JSON encoding in `version`, made by `encode` on first
@@ -290,7 +321,7 @@ pub enum CacheItem {
     Progress(Revision),
 }
 
-type Objects = OrdMap<String, Arc<CachedObject>>;
+type Objects = OrdMap<Arc<str>, Arc<CachedObject>>;
 /// Turns a stored key-value into a cached object.
 type Decoder = Arc<dyn Fn(&KeyValue) -> ApiResult<CachedObject> + Send + Sync>;
 
@@ -335,11 +366,11 @@ impl Snapshot {
         start: Option<&str>,
     ) -> impl Iterator<Item = &'a Arc<CachedObject>> + 'a {
         let from = match start {
-            Some(s) if s > prefix => s.to_string(),
-            _ => prefix.to_string(),
+            Some(s) if s > prefix => s,
+            _ => prefix,
         };
         self.objects
-            .range(from..)
+            .range::<_, str>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded))
             .take_while(move |(k, _)| k.starts_with(prefix))
             .map(|(_, v)| v)
     }
@@ -548,7 +579,10 @@ impl WatchCache {
         let initial: Vec<CacheItem> = match from {
             None => s
                 .objects
-                .range(prefix.to_string()..)
+                .range::<_, str>((
+                    std::ops::Bound::Included(prefix),
+                    std::ops::Bound::Unbounded,
+                ))
                 .take_while(|(k, _)| k.starts_with(prefix))
                 .map(|(_, o)| {
                     CacheItem::Event(Arc::new(CachedEvent {
@@ -619,7 +653,11 @@ impl WatchCache {
     /// [`Storage::watch_without_prev`]). A delete of a key the cache does
     /// not hold means the cache lost track; the error makes it re-list.
     fn deleted_state(&self, tombstone: &storage::KeyValue) -> ApiResult<CachedObject> {
-        let Some(last) = read(&self.state).objects.get(&tombstone.key).cloned() else {
+        let Some(last) = read(&self.state)
+            .objects
+            .get(tombstone.key.as_str())
+            .cloned()
+        else {
             return Err(Status::internal(format!(
                 "the watch cache of {} holds no {} to delete at revision {}",
                 self.prefix, tombstone.key, tombstone.mod_revision
@@ -661,8 +699,8 @@ impl WatchCache {
         }
         s.last_event = revision;
         let prev = match ev.kind {
-            EventType::Deleted => s.objects.remove(&ev.kv.key),
-            _ => s.objects.insert(ev.kv.key.clone(), object.clone()),
+            EventType::Deleted => s.objects.remove(ev.kv.key.as_str()),
+            _ => s.objects.insert(object.key.clone(), object.clone()),
         };
         let event = Arc::new(CachedEvent {
             kind: ev.kind,
@@ -746,6 +784,41 @@ async fn reflect(cache: std::sync::Weak<WatchCache>, decode: Decoder) {
     }
 }
 
+/// How many bytes of encodings a slab made by [`pack`] holds (at least,
+/// but for the last of a load).
+const SLAB_BYTES: usize = 32 * 1024;
+
+/// Moves the primary encodings of freshly loaded objects into one shared
+/// buffer (a slab), each object keeping a slice of it.
+///
+/// A watch cache keeps an encoding per object for as long as the object is
+/// cached. Allocated one by one while a list loads, the encodings share the
+/// allocator's pages with the load's short-lived buffers of the same size
+/// (stored values, JSON trees, encoders' growing vectors), and once those
+/// are freed the pages stay resident half empty; each encoding also rounds
+/// up to its allocator size class. In slabs they take what they need. A
+/// slab is freed when the last object holding a slice of it is (replaced,
+/// deleted, or out of the event window): a later write allocates the new
+/// encoding on its own, as before.
+fn pack(mut batch: Vec<CachedObject>) -> Vec<CachedObject> {
+    let total: usize = batch.iter().map(CachedObject::primary_len).sum();
+    if batch.len() < 2 || total == 0 {
+        return batch;
+    }
+    let mut slab = bytes::BytesMut::with_capacity(total);
+    for object in &batch {
+        object.with_primary(|bytes| slab.extend_from_slice(bytes));
+    }
+    let slab = slab.freeze();
+    let mut at = 0;
+    for object in &mut batch {
+        let len = object.primary_len();
+        object.set_primary(slab.slice(at..at + len));
+        at += len;
+    }
+    batch
+}
+
 async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), String> {
     let list = cache
         .storage
@@ -754,12 +827,25 @@ async fn reflect_once(cache: &Arc<WatchCache>, decode: &Decoder) -> Result<(), S
         .map_err(|e| e.to_string())?;
     // The cached objects hold their own encodings: each stored value is
     // dropped as soon as its object is built rather than the whole list
-    // being held until the end of the load.
+    // being held until the end of the load. The encodings of consecutive
+    // objects are then packed into shared slabs ([`pack`]).
     let revision = list.revision;
     let mut objects = OrdMap::new();
+    let mut batch: Vec<CachedObject> = Vec::new();
+    let mut batch_len = 0;
     for kv in list.items {
         let object = decode(&kv).map_err(|e| e.to_string())?;
-        objects.insert(kv.key, Arc::new(object));
+        batch_len += object.primary_len();
+        batch.push(object);
+        if batch_len >= SLAB_BYTES {
+            for object in pack(std::mem::take(&mut batch)) {
+                objects.insert(object.key.clone(), Arc::new(object));
+            }
+            batch_len = 0;
+        }
+    }
+    for object in pack(batch) {
+        objects.insert(object.key.clone(), Arc::new(object));
     }
     let mut stream = cache
         .storage
@@ -824,6 +910,49 @@ mod tests {
             },
             prev: None,
         }
+    }
+
+    /// Packed objects serve the encodings they had, from one shared slab;
+    /// objects held decoded are left as they are.
+    #[test]
+    fn packed_encodings_are_unchanged_and_shared() {
+        let decode: Rehydrate =
+            Arc::new(|_, bytes: &[u8]| serde_json::from_slice(bytes).map_err(|e| e.to_string()));
+        let mut batch: Vec<CachedObject> = (0..5)
+            .map(|i| {
+                CachedObject::from_encoding(
+                    format!("/k/{i}"),
+                    i,
+                    "v1",
+                    bytes::Bytes::from(format!(
+                        "{{\"i\":{i},\"pad\":\"{}\"}}",
+                        "x".repeat(i as usize)
+                    )),
+                    decode.clone(),
+                )
+            })
+            .collect();
+        batch.push(CachedObject::new(
+            "/k/decoded".into(),
+            9,
+            serde_json::json!({"d": 1}),
+        ));
+        let packed = pack(batch);
+        let mut starts = Vec::new();
+        for (i, object) in packed.iter().take(5).enumerate() {
+            let expected = format!("{{\"i\":{i},\"pad\":\"{}\"}}", "x".repeat(i));
+            let bytes = object
+                .encoded::<String>("v1", |_| Err("not encoded again".into()))
+                .unwrap();
+            assert_eq!(bytes, expected.as_bytes());
+            starts.push((bytes.as_ptr() as usize, bytes.len()));
+        }
+        // One buffer: each encoding starts where the previous one ends.
+        for pair in starts.windows(2) {
+            assert_eq!(pair[0].0 + pair[0].1, pair[1].0);
+        }
+        assert_eq!(packed[5].primary_len(), 0);
+        assert_eq!(*packed[5].object().unwrap(), serde_json::json!({"d": 1}));
     }
 
     /// An event the storage delivers after reporting progress past it

@@ -9,6 +9,7 @@
 //! turns the state of a dependent's owners into what to do with it.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -19,13 +20,14 @@ use crate::registry::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN, PropagationPolicy}
 /// Where an object is: enough to look it up again.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct ObjectRef {
-    /// `apiVersion` (`v1`, `group/version`).
-    pub api_version: String,
-    /// Kind.
-    pub kind: String,
+    /// `apiVersion` (`v1`, `group/version`); shared by the nodes of a kind.
+    pub api_version: Arc<str>,
+    /// Kind; shared by the nodes of a kind.
+    pub kind: Arc<str>,
     /// Namespace (empty for cluster-scoped objects, and for virtual nodes
-    /// named by cluster-scoped dependents).
-    pub namespace: String,
+    /// named by cluster-scoped dependents); shared by the graph's nodes of
+    /// a namespace.
+    pub namespace: Arc<str>,
     /// Name.
     pub name: String,
     /// Uid.
@@ -42,7 +44,7 @@ impl ObjectRef {
     /// and name; the version does not matter).
     fn matches(&self, owner: &OwnerRef) -> bool {
         group_of(&self.api_version) == group_of(&owner.api_version)
-            && self.kind == owner.kind
+            && *self.kind == *owner.kind
             && self.name == owner.name
     }
 }
@@ -91,9 +93,9 @@ impl OwnerRef {
     /// Where the owner would be for a dependent in `namespace`.
     fn as_virtual(&self, namespace: &str) -> ObjectRef {
         ObjectRef {
-            api_version: self.api_version.clone(),
-            kind: self.kind.clone(),
-            namespace: namespace.to_string(),
+            api_version: self.api_version.as_str().into(),
+            kind: self.kind.as_str().into(),
+            namespace: namespace.into(),
             name: self.name.clone(),
             uid: self.uid.clone(),
         }
@@ -191,9 +193,9 @@ impl Observed {
                 })
                 .collect(),
             identity: ObjectRef {
-                api_version: api_version.to_string(),
-                kind: kind.to_string(),
-                namespace: meta.namespace,
+                api_version: api_version.into(),
+                kind: kind.into(),
+                namespace: meta.namespace.into(),
                 name: meta.name,
                 uid: meta.uid,
             },
@@ -293,6 +295,43 @@ pub(super) struct Graph {
     /// Cross-namespace references found while applying changes, for the
     /// caller to report.
     invalid: Vec<InvalidNamespace>,
+    /// The `apiVersion`s, kinds and namespaces the nodes share.
+    strings: Strings,
+}
+
+/// The `apiVersion`s, kinds and namespaces of the graph's nodes, each held
+/// once and shared by the nodes naming it (with 100,000 nodes the copies
+/// would take ~8 MiB). Entries no node holds any more are dropped whenever
+/// the set has doubled since the last sweep.
+#[derive(Default)]
+struct Strings {
+    held: HashSet<Arc<str>>,
+    /// The size that triggers the next sweep.
+    sweep_at: usize,
+}
+
+impl Strings {
+    fn one(&mut self, s: &Arc<str>) -> Arc<str> {
+        if let Some(held) = self.held.get(s) {
+            return held.clone();
+        }
+        if self.held.len() >= self.sweep_at {
+            self.held.retain(|h| Arc::strong_count(h) > 1);
+            self.sweep_at = (self.held.len() * 2).max(1024);
+        }
+        self.held.insert(s.clone());
+        s.clone()
+    }
+
+    /// `identity` with its `apiVersion`, kind and namespace shared.
+    fn shared(&mut self, identity: ObjectRef) -> ObjectRef {
+        ObjectRef {
+            api_version: self.one(&identity.api_version),
+            kind: self.one(&identity.kind),
+            namespace: self.one(&identity.namespace),
+            ..identity
+        }
+    }
 }
 
 fn absent_key(owner: &OwnerRef, namespace: &str) -> (String, String, String, String, String) {
@@ -426,7 +465,7 @@ impl Graph {
                     .iter()
                     .filter(|(uid, n)| {
                         !n.virtual_
-                            && n.identity.kind == kind
+                            && *n.identity.kind == *kind
                             && group_of(&n.identity.api_version) == group
                             && !seen.contains(*uid)
                     })
@@ -450,7 +489,7 @@ impl Graph {
                 self.nodes.insert(
                     uid.clone(),
                     Node {
-                        identity: obs.identity.clone(),
+                        identity: self.strings.shared(obs.identity.clone()),
                         deleting: obs.deleting,
                         owners: obs.owners.clone(),
                         ..Default::default()
@@ -461,7 +500,7 @@ impl Graph {
             Some(node) => {
                 let moved = node.virtual_ && node.identity != obs.identity;
                 node.virtual_ = false;
-                node.identity = obs.identity.clone();
+                node.identity = self.strings.shared(obs.identity.clone());
                 node.deleting = obs.deleting;
                 let old = std::mem::replace(&mut node.owners, obs.owners.clone());
                 let state = (node.deleting_dependents, node.orphaning, old);
@@ -568,7 +607,7 @@ impl Graph {
                     self.nodes.insert(
                         owner.uid.clone(),
                         Node {
-                            identity: owner.as_virtual(&dependent.namespace),
+                            identity: self.strings.shared(owner.as_virtual(&dependent.namespace)),
                             virtual_: true,
                             ..Default::default()
                         },
@@ -629,8 +668,8 @@ impl Graph {
                     .map(|r| (r.clone(), d.identity.namespace.clone()))
             }) {
                 let (r, dep_namespace) = r;
-                let ns = if node.identity.namespace.is_empty() {
-                    String::new()
+                let ns: Arc<str> = if node.identity.namespace.is_empty() {
+                    "".into()
                 } else {
                     dep_namespace
                 };
@@ -739,6 +778,38 @@ mod tests {
         }
     }
 
+    /// Nodes of one kind and namespace share their `apiVersion`, kind and
+    /// namespace; a sweep drops the strings no node holds any more.
+    #[test]
+    fn nodes_share_their_strings() {
+        let mut g = Graph::default();
+        g.apply(Change::Observed(observed(
+            obj("ConfigMap", "ns", "a", "u1"),
+            vec![],
+        )));
+        g.apply(Change::Observed(observed(
+            obj("ConfigMap", "ns", "b", "u2"),
+            vec![],
+        )));
+        let (a, b) = (g.node("u1").unwrap(), g.node("u2").unwrap());
+        assert!(Arc::ptr_eq(
+            &a.identity.api_version,
+            &b.identity.api_version
+        ));
+        assert!(Arc::ptr_eq(&a.identity.kind, &b.identity.kind));
+        assert!(Arc::ptr_eq(&a.identity.namespace, &b.identity.namespace));
+        drop((a, b));
+        for i in 0..2000 {
+            let ns = format!("ns-{i}");
+            g.apply(Change::Observed(observed(
+                obj("ConfigMap", &ns, "x", "u"),
+                vec![],
+            )));
+        }
+        // Only the last namespace of "u" and "ns" (nodes u1, u2) are held.
+        assert!(g.strings.held.len() < 1100, "{}", g.strings.held.len());
+    }
+
     fn owner(kind: &str, name: &str, uid: &str, block: bool) -> OwnerRef {
         OwnerRef {
             api_version: "v1".into(),
@@ -787,7 +858,7 @@ mod tests {
         assert_eq!(work, vec![Work::Delete("p".into())]);
         let p = g.node("p").expect("virtual owner");
         assert!(p.virtual_ && p.has_dependents);
-        assert_eq!(p.identity.namespace, "ns");
+        assert_eq!(&*p.identity.namespace, "ns");
         // The lookup finds it absent: the node goes, the child is looked at.
         let work = g.apply(Change::Absent(p.identity.clone()));
         assert_eq!(work, vec![Work::Delete("c".into())]);
