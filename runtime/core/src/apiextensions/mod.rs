@@ -27,7 +27,12 @@
 //! On update, errors on values equal to the old value at the same place
 //! (objects by key, `map` lists by their keys, `set` lists by value) are
 //! dropped (ratcheting), and transition rules (those reading `oldSelf`) run
-//! where an old value exists.
+//! where an old value exists. A transition rule with `optionalOldSelf:
+//! true` runs also where there is none (a create, a new field, a new item
+//! of a `map` list): its `oldSelf` is an optional, `optional.none()`
+//! without an old value and `optional.of(old)` with one (read with
+//! `hasValue()`, `value()`, `orValue(...)`); its `messageExpression` sees
+//! the plain `oldSelf`, as upstream evaluates it.
 //!
 //! # CEL
 //!
@@ -56,8 +61,6 @@
 //!   creation (a rule runs to completion however costly);
 //! - static type checking of rules against the schema (an unknown field is
 //!   an evaluation error here, a compile error upstream);
-//! - rules with `optionalOldSelf: true` (upstream binds `oldSelf` to an
-//!   optional value, which our CEL values cannot carry): they are skipped;
 //! - the Kubernetes libraries beyond those listed above (`ip()`, `cidr()`,
 //!   `url()` objects, `quantity`, `semver`, `lists` extras, `format`
 //!   checkers, authorizer);

@@ -174,9 +174,17 @@ impl CompiledRule {
             Some(p) => parse_field_path(p).map_err(|e| format!("{path}.fieldPath: {e}"))?,
             None => Vec::new(),
         };
+        let program = compile(&rule);
+        // A rule is a transition rule when it reads `oldSelf` (upstream:
+        // the checked expression's references); a rule that does not parse
+        // falls back to the word.
+        let transition = match &program {
+            Ok(p) => p.references().has_variable("oldSelf"),
+            Err(_) => mentions_old_self(&rule),
+        };
         Ok(CompiledRule {
-            transition: mentions_old_self(&rule),
-            program: compile(&rule),
+            transition,
+            program,
             message: v
                 .get("message")
                 .and_then(Value::as_str)
@@ -329,21 +337,39 @@ pub(crate) fn validate(
     }
     let unchanged = old.is_some_and(|o| o == value);
     if !node.rules.is_empty() {
+        let self_value = typed(Some(node), value);
+        let old_value = old.map(|o| typed(Some(node), o));
         let mut ctx = cel::Context::with_env(env());
-        ctx.add_variable_from_value("self", typed(Some(node), value));
-        if let Some(o) = old {
-            ctx.add_variable_from_value("oldSelf", typed(Some(node), o));
+        ctx.add_variable_from_value("self", self_value.clone());
+        if let Some(o) = &old_value {
+            ctx.add_variable_from_value("oldSelf", o.clone());
         }
+        // Rules with `optionalOldSelf: true` see `oldSelf` as an optional:
+        // `optional.of(old)`, or `optional.none()` without an old value
+        // (upstream's optionalOldSelfActivation).
+        let optional_ctx = node.rules.iter().any(|r| r.optional_old_self).then(|| {
+            let mut c = cel::Context::with_env(env());
+            c.add_variable_from_value("self", self_value.clone());
+            let opt = match &old_value {
+                Some(o) => cel::objects::OptionalValue::of(o.clone()),
+                None => cel::objects::OptionalValue::none(),
+            };
+            c.add_variable_from_value("oldSelf", cel::Value::Opaque(Arc::new(opt)));
+            c
+        });
         for rule in &node.rules {
-            if rule.optional_old_self || (rule.transition && old.is_none()) {
-                // Upstream binds `oldSelf` of an optionalOldSelf rule to an
-                // optional value, which our CEL values cannot carry: such
-                // rules are skipped (see the module docs).
+            // Transition rules run only with an old value, unless they take
+            // `oldSelf` as an optional.
+            if rule.transition && old.is_none() && !rule.optional_old_self {
                 continue;
             }
             if !rule.transition && unchanged {
                 continue;
             }
+            let rule_ctx = match &optional_ctx {
+                Some(c) if rule.optional_old_self => c,
+                _ => &ctx,
+            };
             let at = rule_path(node, path, &rule.field_path);
             let program = match &rule.program {
                 Ok(p) => p,
@@ -356,9 +382,12 @@ pub(crate) fn validate(
                     continue;
                 }
             };
-            match program.execute(&ctx) {
+            match program.execute(rule_ctx) {
                 Ok(cel::Value::Bool(true)) => {}
                 Ok(cel::Value::Bool(false)) => {
+                    // The message expression runs with the plain `oldSelf`, as
+                    // upstream evaluates it with the rule's non-optional
+                    // activation.
                     errs.push(error_for(rule.reason, &at, node, rule.detail(&ctx)));
                 }
                 Ok(other) => errs.push(FieldError::invalid(

@@ -340,6 +340,75 @@ fn updates_ratchet_and_transition_rules() {
     );
 }
 
+// schema/cel/validation.go (`validationActivationWithOldSelf`): a rule
+// with `optionalOldSelf: true` also runs without an old value (create, a
+// new field, a new item of a map list), `oldSelf` then being
+// `optional.none()`, else `optional.of(old)`. Other transition rules still
+// need an old value.
+#[test]
+fn optional_old_self_rules() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "phase": {"type": "string", "x-kubernetes-validations": [
+                {"rule": "oldSelf.hasValue() || self == 'initial'", "message": "must start as initial",
+                 "optionalOldSelf": true},
+            ]},
+            "replicas": {"type": "integer", "x-kubernetes-validations": [
+                {"rule": "self >= oldSelf.orValue(0)", "message": "may not shrink", "optionalOldSelf": true},
+                {"rule": "self != oldSelf", "message": "must change"},
+            ]},
+            "items": {
+                "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "required": ["name"],
+                    "properties": {"name": {"type": "string"}, "size": {"type": "integer"}},
+                    "x-kubernetes-validations": [
+                        {"rule": "!oldSelf.hasValue() ? self.size == 1 : self.size >= oldSelf.value().size",
+                         "message": "items start at 1 and grow", "optionalOldSelf": true},
+                    ]},
+            },
+        },
+    }));
+    // Create: oldSelf is optional.none(); `self != oldSelf` does not run.
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"phase": "running", "replicas": 2})))),
+        ["spec.phase: Invalid value: \"string\": must start as initial"]
+    );
+    assert!(
+        s.validate(&obj(
+            json!({"phase": "initial", "replicas": 2, "items": [{"name": "a", "size": 1}]})
+        ))
+        .is_empty()
+    );
+    // Update: oldSelf is optional.of(old).
+    let old = obj(json!({"phase": "initial", "replicas": 5, "items": [{"name": "a", "size": 4}]}));
+    assert!(
+        s.validate_update(
+            &obj(json!({"phase": "running", "replicas": 6, "items": [{"name": "a", "size": 4}]})),
+            &old
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        messages(&s.validate_update(
+            &obj(json!({"phase": "running", "replicas": 3,
+                        "items": [{"name": "a", "size": 3}, {"name": "b", "size": 2}]})),
+            &old
+        )),
+        [
+            "spec.replicas: Invalid value: \"integer\": may not shrink",
+            "spec.items[0]: Invalid value: \"object\": items start at 1 and grow",
+            "spec.items[1]: Invalid value: \"object\": items start at 1 and grow",
+        ]
+    );
+    // A field new on update has no old value either.
+    let old = obj(json!({"replicas": 5}));
+    assert_eq!(
+        messages(&s.validate_update(&obj(json!({"replicas": 6, "phase": "x"})), &old)),
+        ["spec.phase: Invalid value: \"string\": must start as initial"]
+    );
+}
+
 // schema/pruning (PruneWithOptions): unknown fields are removed and
 // reported with their path;
 // apiVersion/kind/metadata stay at the root and in embedded resources;

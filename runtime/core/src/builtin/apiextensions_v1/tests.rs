@@ -843,6 +843,35 @@ fn validation_rule_shape() {
     );
 }
 
+/// `validation.go` (`ValidateCustomResourceDefinitionOpenAPISchema`):
+/// `optionalOldSelf`, even `false`, may only be set on rules that read
+/// `oldSelf`.
+#[test]
+fn optional_old_self_needs_old_self() {
+    let c = crd_with(json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object",
+            "properties": {"a": {"type": "string"}},
+            "x-kubernetes-validations": [
+                {"rule": "has(self.a)", "optionalOldSelf": true},
+                {"rule": "has(self.a)", "optionalOldSelf": false},
+                {"rule": "!oldSelf.hasValue() || self == oldSelf.value()", "optionalOldSelf": true},
+            ]}}
+    }));
+    let p = format!("{S}.properties[spec].x-kubernetes-validations");
+    assert_eq!(
+        lines(&c.validate_create()),
+        [
+            format!(
+                "{p}[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+            ),
+            format!(
+                "{p}[1].optionalOldSelf: Invalid value: false: may not be set if oldSelf is not used in rule"
+            ),
+        ]
+    );
+}
+
 /// `helpers.go` (`SetCRDCondition`): the transition time changes with the
 /// status only.
 #[test]

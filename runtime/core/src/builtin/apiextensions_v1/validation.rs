@@ -1949,13 +1949,26 @@ fn validate_rule_program(rule: &Rule, schema: &Props, path: &FieldPath, errs: &m
     if text.is_empty() {
         return;
     }
-    if let Err(e) = cel::Program::compile(text) {
+    let program = match cel::Program::compile(text) {
+        Ok(p) => p,
+        Err(e) => {
+            errs.push(FieldError::invalid(
+                path.child("rule"),
+                rule.rule.as_str(),
+                format!("compilation failed: {e}"),
+            ));
+            return;
+        }
+    };
+    // `optionalOldSelf` only means something for transition rules.
+    if let Some(optional) = rule.optional_old_self
+        && !program.references().has_variable("oldSelf")
+    {
         errs.push(FieldError::invalid(
-            path.child("rule"),
-            rule.rule.as_str(),
-            format!("compilation failed: {e}"),
+            path.child("optionalOldSelf"),
+            optional,
+            "may not be set if oldSelf is not used in rule",
         ));
-        return;
     }
     if unbounded_string_comprehension(text, schema) {
         errs.push(FieldError::forbidden(
@@ -2091,7 +2104,6 @@ fn validate_rule_shape(rule: &Rule, schema: &Props, path: &FieldPath, errs: &mut
             "fieldPath must be a valid path",
         ));
     }
-    let _ = rule.optional_old_self;
 }
 
 /// `validateMapListKeysMapSet`.
