@@ -78,10 +78,11 @@
 //! walked except by CEL conversion, which relies on serde_json's parse
 //! depth limit (128).
 
+pub(crate) mod cost;
 mod defaults;
 mod formats;
 mod prune;
-mod rules;
+pub(crate) mod rules;
 mod schema;
 #[cfg(test)]
 mod tests;
