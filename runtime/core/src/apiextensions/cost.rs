@@ -23,6 +23,11 @@
 //! smallest serialized size fit in a request; a map likewise with
 //! `maxProperties`.
 //!
+//! At CRD write time the sizes are the schema's ([`SchemaSizes`]); when a
+//! rule runs they are those of the actual values ([`ValueSizes`]), which
+//! gives an upper bound of the rule's actual cost to charge against
+//! `PerCallLimit` and `RuntimeCELCostBudget`.
+//!
 //! This is an estimator written for this server, not cel-go's node for
 //! node: types are inferred from the schema and from the functions called
 //! instead of CEL's type checker (an expression whose type is not known is
@@ -40,6 +45,11 @@ pub(crate) const STATIC_ESTIMATED_COST_LIMIT: u64 = 10_000_000;
 /// Upstream's `StaticEstimatedCRDCostLimit`: the most the estimates of all
 /// rules of a schema may add up to.
 pub(crate) const STATIC_ESTIMATED_CRD_COST_LIMIT: u64 = 100_000_000;
+/// Upstream's `PerCallLimit` (`k8s.io/apiserver/pkg/apis/cel/config.go`).
+pub(crate) const PER_CALL_LIMIT: u64 = 1_000_000;
+/// Upstream's `RuntimeCELCostBudget`: the cost all rules of one request
+/// may spend.
+pub(crate) const RUNTIME_CEL_COST_BUDGET: i64 = 10_000_000;
 /// Upstream's `MaxRequestSizeBytes`.
 const MAX_REQUEST_SIZE_BYTES: u64 = 3 * 1024 * 1024;
 
@@ -464,6 +474,110 @@ impl<'a> Sizes for SchemaSizes<'a> {
 }
 
 // ---------------------------------------------------------------------------
+// Sizes from actual values.
+// ---------------------------------------------------------------------------
+
+/// Sizes from the actual values of `self` and `oldSelf`: a path names every
+/// value it reaches (`self.items.@items.name` all the items' names), and
+/// the size there is the largest of them. The estimate is then the worst
+/// case over the actual data.
+pub(crate) struct ValueSizes<'a> {
+    pub(crate) roots: Vec<&'a Value>,
+}
+
+/// The values a path reaches, or the largest key length of the maps it
+/// reached.
+#[derive(Clone)]
+pub(crate) enum ValuesAt<'a> {
+    Values(Vec<&'a Value>),
+    Keys(u64),
+}
+
+impl<'a> Sizes for ValueSizes<'a> {
+    type At = ValuesAt<'a>;
+
+    fn root(&self) -> Option<ValuesAt<'a>> {
+        Some(ValuesAt::Values(self.roots.clone()))
+    }
+
+    fn field(&self, at: &ValuesAt<'a>, name: &str) -> Option<ValuesAt<'a>> {
+        let ValuesAt::Values(vs) = at else {
+            return None;
+        };
+        let plain = unescape(name);
+        Some(ValuesAt::Values(
+            vs.iter()
+                .filter_map(|v| {
+                    v.get(name)
+                        .or_else(|| plain.as_deref().and_then(|n| v.get(n)))
+                })
+                .collect(),
+        ))
+    }
+
+    fn items(&self, at: &ValuesAt<'a>) -> Option<ValuesAt<'a>> {
+        let ValuesAt::Values(vs) = at else {
+            return None;
+        };
+        let mut out = Vec::new();
+        for v in vs {
+            match v {
+                Value::Array(items) => out.extend(items.iter()),
+                Value::Object(map) => out.extend(map.values()),
+                _ => {}
+            }
+        }
+        Some(ValuesAt::Values(out))
+    }
+
+    fn keys(&self, at: &ValuesAt<'a>) -> Option<ValuesAt<'a>> {
+        let ValuesAt::Values(vs) = at else {
+            return None;
+        };
+        let longest = vs
+            .iter()
+            .filter_map(|v| v.as_object())
+            .flat_map(|m| m.keys())
+            .map(|k| k.chars().count() as u64)
+            .max()
+            .unwrap_or(0);
+        Some(ValuesAt::Keys(longest))
+    }
+
+    fn kind(&self, at: &ValuesAt<'a>) -> Kind {
+        match at {
+            ValuesAt::Keys(_) => Kind::String,
+            ValuesAt::Values(vs) => match vs.iter().find(|v| !v.is_null()) {
+                Some(Value::Bool(_)) => Kind::Bool,
+                Some(Value::Number(n)) if n.is_f64() => Kind::Double,
+                Some(Value::Number(_)) => Kind::Int,
+                Some(Value::String(_)) => Kind::String,
+                Some(Value::Array(_)) => Kind::List,
+                Some(Value::Object(_)) => Kind::Map,
+                Some(Value::Null) => Kind::Null,
+                None => Kind::Dyn,
+            },
+        }
+    }
+
+    fn max_size(&self, at: &ValuesAt<'a>) -> u64 {
+        match at {
+            ValuesAt::Keys(n) => *n,
+            ValuesAt::Values(vs) => vs
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => s.chars().count() as u64,
+                    Value::Array(a) => a.len() as u64,
+                    Value::Object(m) => m.len() as u64,
+                    _ => 0,
+                })
+                .max()
+                .unwrap_or(0),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // The estimator.
 // ---------------------------------------------------------------------------
 
@@ -590,7 +704,15 @@ impl<S: Sizes> Coster<'_, S> {
                         let root = self.sizes.root();
                         self.at_info(root)
                     }
-                    None => Info::of(Kind::Dyn),
+                    // Kubernetes' size estimator reads a path of one
+                    // element as the root: any other identifier (`double`,
+                    // `int`, ...) is sized as `self`.
+                    None => Info {
+                        at: self.sizes.root(),
+                        kind: Kind::Dyn,
+                        size: None,
+                        elem: None,
+                    },
                 };
                 (Range::fixed(1), info)
             }

@@ -50,6 +50,24 @@
 //! and these Kubernetes library functions: `isIP`, `isCIDR`, `isURL`,
 //! `find`, `findAll`.
 //!
+//! Runtime cost: upstream's cel-go counts the actual cost of each
+//! evaluation, stops a rule past `PerCallLimit` (1,000,000: `'operation
+//! cancelled: actual cost limit exceeded': no further validation rules
+//! will be run due to call cost exceeds limit for rule: <rule>`) and all
+//! rules of the request once `RuntimeCELCostBudget` (10,000,000) is spent
+//! (`validation failed due to running out of cost budget, no further
+//! validation rules will be run`). The `cel` crate counts no cost, so each
+//! rule is charged before it runs with the static estimate of `cost.rs`,
+//! computed with the sizes of the actual `self` and `oldSelf` (every
+//! string, list and map at a path sized as the largest one there). That is an upper
+//! bound of what cel-go would count: both branches of `?:`, `&&` and `||`
+//! are charged, and every item of a comprehension as if it did not stop
+//! early, so a rule whose worst case over the actual data passes the limit
+//! is stopped even where its evaluation would short-circuit under it. A
+//! `messageExpression` is not charged, nor a rule whose estimate depends on
+//! a size the estimator cannot know (the result of a function it does not
+//! model, compared or iterated: cel-go's checker would know more).
+//!
 //! `self` and `oldSelf` are typed from the schema as Kubernetes does:
 //! `number` values are doubles, strings of `format: date-time` / `date` are
 //! timestamps, `duration` durations and `byte` bytes.
@@ -57,8 +75,6 @@
 //! Not provided, compared with upstream:
 //! - at the root, upstream shows rules only `metadata.name` and
 //!   `metadata.generateName`; here `self.metadata` is the whole metadata;
-//! - runtime cost limits and the static cost estimation of rules at CRD
-//!   creation (a rule runs to completion however costly);
 //! - static type checking of rules against the schema (an unknown field is
 //!   an evaluation error here, a compile error upstream);
 //! - the Kubernetes libraries beyond those listed above (`ip()`, `cidr()`,

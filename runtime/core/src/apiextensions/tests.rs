@@ -409,6 +409,75 @@ fn optional_old_self_rules() {
     );
 }
 
+/// `n` distinct strings of 1000 characters.
+fn strings(n: usize) -> Value {
+    Value::Array(
+        (0..n)
+            .map(|i| Value::String(format!("{i:01000}")))
+            .collect(),
+    )
+}
+
+/// An O(n²) rule over a list of strings: with n items of 1000 characters
+/// its cost is n * (207n + 5) + 2 (cel-go's model: per inner item
+/// `@not_strictly_false` 2, `&&` 1, `||` of two equalities of strings
+/// 2 * (2 + 1000 * 0.1)).
+const QUADRATIC: &str = "self.all(x, self.all(y, x == y || x != y))";
+
+// schema/cel/validation.go: a rule whose evaluation would pass
+// `PerCallLimit` (1,000,000) is stopped with cel-go's `operation
+// cancelled: actual cost limit exceeded`, and no rule runs after it.
+#[test]
+fn cel_rule_over_the_per_call_limit_is_stopped() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "list": {"type": "array", "items": {"type": "string"},
+                     "x-kubernetes-validations": [{"rule": QUADRATIC}, {"rule": "false", "message": "never reached"}]},
+            "z": {"type": "string", "x-kubernetes-validations": [{"rule": "false", "message": "not reached either"}]},
+        },
+    }));
+    // 69 items: 985874, within the limit.
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"list": strings(69)})))),
+        ["spec.list: Invalid value: \"array\": never reached"]
+    );
+    // 70 items: 1014652.
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"list": strings(70), "z": "a"})))),
+        [format!(
+            "spec.list: Invalid value: \"array\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {QUADRATIC}"
+        )]
+    );
+}
+
+// schema/cel/validation.go: the rules of one request share
+// `RuntimeCELCostBudget` (10,000,000); once it is spent, the rule that
+// would overdraw it is reported and no further rule runs.
+#[test]
+fn cel_rules_share_the_request_budget() {
+    let rules: Vec<Value> = (0..10).map(|_| json!({"rule": QUADRATIC})).collect();
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "list": {"type": "array", "items": {"type": "string"}, "x-kubernetes-validations": rules},
+            "more": {"type": "array", "items": {"type": "string"}, "x-kubernetes-validations": [{"rule": QUADRATIC}]},
+            "z": {"type": "string", "x-kubernetes-validations": [{"rule": "false", "message": "not reached"}]},
+        },
+    }));
+    // 10 rules of 985874: 9858740 of the budget.
+    assert!(s.validate(&obj(json!({"list": strings(69)}))).is_empty());
+    // An 11th overdraws it.
+    assert_eq!(
+        messages(&s.validate(&obj(
+            json!({"list": strings(69), "more": strings(69), "z": "a"})
+        ))),
+        [
+            "spec.more: Invalid value: \"array\": validation failed due to running out of cost budget, no further validation rules will be run"
+        ]
+    );
+}
+
 // schema/pruning (PruneWithOptions): unknown fields are removed and
 // reported with their path;
 // apiVersion/kind/metadata stay at the root and in embedded resources;

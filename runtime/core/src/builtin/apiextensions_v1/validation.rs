@@ -19,7 +19,7 @@
 //! refuses `optionalOldSelf` on rules that do not read `oldSelf`), and
 //! their costs are estimated as upstream's `CELSchemaContext` does
 //! (`rule_costs`): each rule's worst-case cost
-//! ([`crate::apiextensions::cost`], cel-go's cost model with sizes from the
+//! (`apiextensions/cost.rs`: cel-go's cost model with sizes from the
 //! schema) times how many times it may run must stay within
 //! `StaticEstimatedCostLimit` (10,000,000), a `messageExpression`'s cost
 //! too, and all of a schema's within `StaticEstimatedCRDCostLimit`
@@ -2074,7 +2074,7 @@ impl TotalCost {
 /// The static cost checks of the rules of `s` and below, as upstream's
 /// `ValidateCustomResourceDefinitionOpenAPISchema` makes them with its
 /// `CELSchemaContext`: each rule's estimated cost (see
-/// [`crate::apiextensions::cost`]), times how many times the rule may run
+/// `apiextensions/cost.rs`), times how many times the rule may run
 /// (`cardinality`: the product of the `maxItems` / `maxProperties` of the
 /// lists and maps above, or, under an unbounded one, how many values of the
 /// node's smallest size fit in a request), must stay within
