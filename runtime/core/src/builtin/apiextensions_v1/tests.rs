@@ -872,6 +872,40 @@ fn optional_old_self_needs_old_self() {
     );
 }
 
+/// `validation.go` (`withForbidOldSelfValidations`): below a list that is
+/// not a `map` list, items have no old value, and a rule reading `oldSelf`
+/// is refused (naming the highest such list).
+#[test]
+fn old_self_below_uncorrelatable_lists() {
+    let rule = json!([{"rule": "self == oldSelf"}]);
+    let c = crd_with(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "atomic": {"type": "array", "items": {"type": "object",
+                "properties": {"inner": {"type": "array", "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["k"],
+                    "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "string"}},
+                              "x-kubernetes-validations": rule}}}}},
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "maxItems": 10,
+                    "items": {"type": "string", "maxLength": 10, "x-kubernetes-validations": rule}},
+            "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+                    "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "string"}},
+                              "x-kubernetes-validations": rule}},
+        }}}}),
+    );
+    let p = format!("{S}.properties[spec].properties");
+    assert_eq!(
+        lines(&c.validate_create()),
+        [
+            format!(
+                "{p}[atomic].items.properties[inner].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {p}[atomic]"
+            ),
+            format!(
+                "{p}[set].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {p}[set]"
+            ),
+        ]
+    );
+}
+
 /// `helpers.go` (`SetCRDCondition`): the transition time changes with the
 /// status only.
 #[test]

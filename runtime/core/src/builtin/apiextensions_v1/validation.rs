@@ -16,7 +16,8 @@
 //! `spec.conversion.webhook.clientConfig` is `spec.conversion.webhookClientConfig`.
 //!
 //! CEL rules are parsed at write time (`validate_rule_program`, which also
-//! refuses `optionalOldSelf` on rules that do not read `oldSelf`), and
+//! refuses `oldSelf` below lists that are not `map` lists, and
+//! `optionalOldSelf` on rules that do not read `oldSelf`), and
 //! their costs are estimated as upstream's `CELSchemaContext` does
 //! (`rule_costs`): each rule's worst-case cost
 //! (`apiextensions/cost.rs`: cel-go's cost model with sizes from the
@@ -37,9 +38,6 @@
 //!   figures on upstream's cost test cases and on ordinary rules, but a
 //!   rule whose types CEL's checker would infer differently may be
 //!   estimated differently;
-//! - `oldSelf cannot be used on the uncorrelatable portion of the schema`
-//!   (transition rules under atomic lists and maps are accepted, and never
-//!   run);
 //! - the `caBundle` PEM check of conversion webhooks on updates of
 //!   established CRDs (upstream skips it on create and for CRDs that are not
 //!   established);
@@ -1656,6 +1654,7 @@ fn validate_validation(
         disallow_reason: String::new(),
         inside_meta: false,
         require_valid_type: opts.require_valid_property_type,
+        uncorrelatable: None,
     };
     openapi_schema(&schema, &schema_path, &ssv, true, opts, &mut local);
     // Costs are estimated on schemas without other errors (upstream
@@ -1678,6 +1677,10 @@ struct Ssv {
     disallow_reason: String,
     inside_meta: bool,
     require_valid_type: bool,
+    /// The highest list whose items cannot be correlated with their old
+    /// values (its type is not `map`), when below one: `oldSelf` means
+    /// nothing there.
+    uncorrelatable: Option<FieldPath>,
 }
 
 impl Ssv {
@@ -1847,13 +1850,26 @@ fn openapi_schema(
             errs,
         );
     }
+    // Only the items of `map` lists are correlated with old items (sets
+    // are not, for rules).
+    let mut items_ssv = ssv.clone();
+    if s.x_list_type.as_deref() != Some("map") && items_ssv.uncorrelatable.is_none() {
+        items_ssv.uncorrelatable = Some(path.clone());
+    }
     match &s.items {
         Some(Items::One(item)) => {
-            openapi_schema(item, &path.child("items"), ssv, false, opts, errs)
+            openapi_schema(item, &path.child("items"), &items_ssv, false, opts, errs)
         }
         Some(Items::Many(list)) => {
             for (i, item) in list.iter().enumerate() {
-                openapi_schema(item, &path.child("items").index(i), ssv, false, opts, errs);
+                openapi_schema(
+                    item,
+                    &path.child("items").index(i),
+                    &items_ssv,
+                    false,
+                    opts,
+                    errs,
+                );
             }
         }
         None => {}
@@ -2013,14 +2029,20 @@ fn openapi_schema(
     for (i, rule) in s.x_validations.iter().flatten().enumerate() {
         let at = path.child("x-kubernetes-validations").index(i);
         validate_rule_shape(rule, s, &at, errs);
-        validate_rule_program(rule, &at, errs);
+        validate_rule_program(rule, ssv.uncorrelatable.as_ref(), &at, errs);
     }
 }
 
 /// The CEL checks of a rule at definition write time that do not need the
-/// schema's sizes: it must parse, and only a rule reading `oldSelf` may set
-/// `optionalOldSelf`. Costs are estimated by [`rule_costs`].
-fn validate_rule_program(rule: &Rule, path: &FieldPath, errs: &mut ErrorList) {
+/// schema's sizes: it must parse; a rule reading `oldSelf` may not be
+/// below a list that is not a `map` list (`uncorrelatable`), and only such
+/// a rule may set `optionalOldSelf`. Costs are estimated by [`rule_costs`].
+fn validate_rule_program(
+    rule: &Rule,
+    uncorrelatable: Option<&FieldPath>,
+    path: &FieldPath,
+    errs: &mut ErrorList,
+) {
     let text = rule.rule.trim();
     if text.is_empty() {
         return;
@@ -2036,10 +2058,16 @@ fn validate_rule_program(rule: &Rule, path: &FieldPath, errs: &mut ErrorList) {
             return;
         }
     };
-    // `optionalOldSelf` only means something for transition rules.
-    if let Some(optional) = rule.optional_old_self
-        && !program.references().has_variable("oldSelf")
-    {
+    if program.references().has_variable("oldSelf") {
+        if let Some(list) = uncorrelatable {
+            errs.push(FieldError::invalid(
+                path.child("rule"),
+                rule.rule.as_str(),
+                format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"),
+            ));
+        }
+    } else if let Some(optional) = rule.optional_old_self {
+        // `optionalOldSelf` only means something for transition rules.
         errs.push(FieldError::invalid(
             path.child("optionalOldSelf"),
             optional,
