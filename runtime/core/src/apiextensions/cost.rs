@@ -319,16 +319,19 @@ impl Decl {
         if is_resource_root && decl.kind == Kind::Object {
             // `apiVersion`, `kind`, `metadata.name` and
             // `metadata.generateName` are always visible at a resource's
-            // root (upstream's `WithTypeAndObjectMeta`).
-            decl.fields
-                .insert("apiVersion".into(), Decl::unbounded_string());
-            decl.fields.insert("kind".into(), Decl::unbounded_string());
-            let meta_ok = decl.fields.get("metadata").is_some_and(|m| {
-                ["name", "generateName"]
-                    .iter()
-                    .all(|f| m.fields.get(*f).is_some_and(|d| d.kind == Kind::String))
-            });
-            if !meta_ok {
+            // root: unless the schema declares them all as strings, they
+            // are declared so, `metadata` with only those two (upstream's
+            // `WithTypeAndObjectMeta`).
+            let is_string = |d: Option<&Decl>| d.is_some_and(|d| d.kind == Kind::String);
+            let declared = is_string(decl.fields.get("kind"))
+                && is_string(decl.fields.get("apiVersion"))
+                && decl.fields.get("metadata").is_some_and(|m| {
+                    is_string(m.fields.get("name")) && is_string(m.fields.get("generateName"))
+                });
+            if !declared {
+                decl.fields
+                    .insert("apiVersion".into(), Decl::unbounded_string());
+                decl.fields.insert("kind".into(), Decl::unbounded_string());
                 let mut meta = Decl::simple(Kind::Object, 0, 2);
                 meta.fields.insert("name".into(), Decl::unbounded_string());
                 meta.fields
