@@ -360,34 +360,67 @@ pub(crate) fn max_elements_factor<S: SchemaView>(s: &S) -> Option<u64> {
     }
 }
 
+/// CEL keywords that Kubernetes escapes as `__<word>__`.
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// The CEL field name of a property (upstream's `cel.Escape`): keywords
+/// become `__<word>__`, and `__`, `.`, `-`, `/` in a name
+/// `__underscores__`, `__dot__`, `__dash__`, `__slash__`; `None` for names
+/// CEL cannot spell (empty, a leading digit, other characters).
+pub(crate) fn escape(name: &str) -> Option<String> {
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("__") {
+            out.push_str("__underscores__");
+            rest = &rest[2..];
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
+            _ => return None,
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Some(out)
+}
+
 /// The property name a CEL field name stands for: Kubernetes escapes
 /// property names that are CEL keywords (`__namespace__`) and `__`, `.`,
 /// `-`, `/` in names (`__underscores__`, `__dot__`, `__dash__`,
 /// `__slash__`) (upstream's `cel.Escape`).
 pub(crate) fn unescape(name: &str) -> Option<String> {
-    const RESERVED: [&str; 21] = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     if let Some(inner) = name.strip_prefix("__").and_then(|n| n.strip_suffix("__"))
         && RESERVED.contains(&inner)
     {

@@ -70,7 +70,11 @@
 //!
 //! `self` and `oldSelf` are typed from the schema as Kubernetes does:
 //! `number` values are doubles, strings of `format: date-time` / `date` are
-//! timestamps, `duration` durations and `byte` bytes.
+//! timestamps, `duration` durations and `byte` bytes. Declared properties
+//! are seen under their CEL names, as Kubernetes escapes them
+//! (`namespace` as `__namespace__`, `a-b` as `a__dash__b`); keys of maps
+//! are not escaped. (Properties whose names CEL cannot spell keep their
+//! names, where upstream hides them.)
 //!
 //! Not provided, compared with upstream:
 //! - at the root, upstream shows rules only `metadata.name` and

@@ -15,7 +15,7 @@ use cel::common::types::{CelBool, CelList, CelString};
 use regex::Regex;
 use serde_json::Value;
 
-use super::cost::{PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, ValueSizes, estimate};
+use super::cost::{PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, ValueSizes, escape, estimate};
 use super::schema::Node;
 use crate::cel::to_cel;
 use crate::validation::{ErrorList, FieldError, FieldPath};
@@ -296,8 +296,16 @@ fn typed(node: Option<&Node>, v: &Value) -> cel::Value {
             let m: std::collections::HashMap<cel::objects::Key, cel::Value> = map
                 .iter()
                 .map(|(k, item)| {
-                    let child = node.properties.get(k).or_else(|| node.additional.schema());
-                    (cel::objects::Key::from(k.as_str()), typed(child, item))
+                    // Declared properties are seen under their CEL names
+                    // (`namespace` as `__namespace__`, `a-b` as
+                    // `a__dash__b`); map keys stay as they are.
+                    if let Some(child) = node.properties.get(k) {
+                        let name = escape(k).unwrap_or_else(|| k.clone());
+                        (cel::objects::Key::from(name), typed(Some(child), item))
+                    } else {
+                        let child = node.additional.schema();
+                        (cel::objects::Key::from(k.as_str()), typed(child, item))
+                    }
                 })
                 .collect();
             cel::Value::Map(m.into())

@@ -478,6 +478,39 @@ fn cel_rules_share_the_request_budget() {
     );
 }
 
+// apiserver/pkg/cel (`Escape`): rules see declared properties under
+// their CEL names: keywords as `__<word>__`, `-` as `__dash__`, `.` as
+// `__dot__`; keys of maps are unchanged.
+#[test]
+fn cel_sees_escaped_property_names() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "namespace": {"type": "string"},
+            "a-b": {"type": "string"},
+            "x.y": {"type": "integer"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+        "x-kubernetes-validations": [
+            {"rule": "has(self.__namespace__) && self.__namespace__ == 'ns'", "message": "namespace"},
+            {"rule": "self.a__dash__b == 'v' && self.x__dot__y == 1", "message": "escaped"},
+            {"rule": "self.labels['app-name'] == 'x'", "message": "map keys"},
+        ],
+    }));
+    assert_eq!(
+        messages(&s.validate(&obj(
+            json!({"namespace": "ns", "a-b": "v", "x.y": 1, "labels": {"app-name": "x"}})
+        ))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        messages(&s.validate(&obj(
+            json!({"namespace": "other", "a-b": "v", "x.y": 1, "labels": {"app-name": "x"}})
+        ))),
+        ["spec: Invalid value: \"object\": namespace"]
+    );
+}
+
 // schema/pruning (PruneWithOptions): unknown fields are removed and
 // reported with their path;
 // apiVersion/kind/metadata stay at the root and in embedded resources;
