@@ -59,11 +59,13 @@
 //! validation rules will be run`). The `cel` crate counts no cost, so each
 //! rule is charged before it runs with the static estimate of `cost.rs`,
 //! computed with the sizes of the actual `self` and `oldSelf` (every
-//! string, list and map at a path sized as the largest one there). That is an upper
-//! bound of what cel-go would count: both branches of `?:`, `&&` and `||`
-//! are charged, and every item of a comprehension as if it did not stop
-//! early, so a rule whose worst case over the actual data passes the limit
-//! is stopped even where its evaluation would short-circuit under it. A
+//! string, list and map at a path sized as the largest one there). That is
+//! an upper bound of what cel-go would count: both branches of `?:`, `&&`
+//! and `||` are charged, and every item of a comprehension as if it did
+//! not stop early, so a rule whose worst case over the actual data passes
+//! the limit is stopped even where its evaluation would short-circuit
+//! under it; and costs are charged before the evaluation, so the rule that
+//! would overdraw the budget is the one reported, not run. A
 //! `messageExpression` is not charged, nor a rule whose estimate depends on
 //! a size the estimator cannot know (the result of a function it does not
 //! model, compared or iterated: cel-go's checker would know more).
