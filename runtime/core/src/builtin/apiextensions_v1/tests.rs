@@ -1325,3 +1325,33 @@ fn gateway_api_rules_are_within_cost_limits() {
     }
     assert!(estimated >= 100, "only {estimated} rules estimated");
 }
+
+/// `validation.go` (`suppressExpressionCostForUnchangedSchema`): on update,
+/// a version whose schema did not change keeps its rules even over the
+/// per-rule limit (the schema's total still applies); a changed schema is
+/// checked again.
+#[test]
+fn unchanged_schemas_keep_costly_rules() {
+    let list = |max: i64| {
+        crd_with(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "hosts": {"type": "array", "maxItems": max, "items": {"type": "string"},
+                      "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]}}}}}),
+        )
+    };
+    let old = list(100);
+    assert_eq!(old.validate_create().len(), 1);
+    let mut relabeled = old.clone();
+    relabeled
+        .metadata
+        .labels
+        .insert("team".into(), "net".into());
+    assert!(relabeled.validate_update(&old).is_empty());
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_eq!(
+        lines(&list(120).validate_update(&old)),
+        [format!(
+            "{S}.properties[spec].properties[hosts].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 7.5x {hint}"
+        )]
+    );
+}

@@ -27,7 +27,9 @@
 //! (100,000,000), with upstream's messages (`estimated rule cost exceeds
 //! budget by factor of 6.3x (...)`, `more than 100x`, `contributed to
 //! estimated rule cost total exceeding cost limit for entire OpenAPIv3
-//! schema`). Costs are estimated only for schemas without other errors.
+//! schema`). Costs are estimated only for schemas without other errors; on
+//! update, a version whose schema is unchanged is not refused for a rule
+//! over the per-rule limit (its costs still count towards the total).
 //!
 //! Not done here:
 //! - type checking rules against the schema (a rule reading a field the
@@ -409,6 +411,14 @@ struct Opts {
     require_pruned_defaults: bool,
     require_atomic_set_type: bool,
     require_map_list_keys_map_set_validation: bool,
+    /// On update, the versions (bit `i` for `spec.versions[i]`) whose
+    /// schema is the old one of the same name.
+    unchanged_schemas: u64,
+    /// Whether the schema being validated is unchanged: its rules' costs
+    /// still count towards the schema's total, but a rule over the
+    /// per-rule limit is not refused (upstream's
+    /// `suppressPerExpressionCost`).
+    suppress_per_expression_cost: bool,
 }
 
 impl Opts {
@@ -422,6 +432,8 @@ impl Opts {
             require_pruned_defaults: true,
             require_atomic_set_type: true,
             require_map_list_keys_map_set_validation: true,
+            unchanged_schemas: 0,
+            suppress_per_expression_cost: false,
         }
     }
 
@@ -478,6 +490,8 @@ impl Opts {
                 map_list_keys_map_set(s, &FieldPath::root(), &mut errs);
                 !errs.is_empty()
             }),
+            unchanged_schemas: 0,
+            suppress_per_expression_cost: false,
         }
     }
 }
@@ -583,13 +597,41 @@ pub fn validate_create(crd: &CustomResourceDefinition) -> ErrorList {
     errs
 }
 
+/// The versions of `crd` (bit `i` for `spec.versions[i]`, up to 64) whose
+/// schema is that of the version of the same name in `old` (upstream's
+/// `findVersionsWithUnchangedSchemas`).
+fn unchanged_schemas(crd: &CustomResourceDefinition, old: &CustomResourceDefinition) -> u64 {
+    let mut mask = 0u64;
+    for (i, v) in crd.spec.versions.iter().enumerate().take(64) {
+        let same = old
+            .spec
+            .versions
+            .iter()
+            .any(|o| o.name == v.name && o.schema == v.schema);
+        if same {
+            mask |= 1 << i;
+        }
+    }
+    mask
+}
+
+impl Opts {
+    /// These options for the schema of `spec.versions[index]`.
+    fn for_version(mut self, index: usize) -> Opts {
+        self.suppress_per_expression_cost =
+            index < 64 && self.unchanged_schemas & (1 << index) != 0;
+        self
+    }
+}
+
 /// `ValidateCustomResourceDefinitionUpdate`: an update of `old` to `crd`.
 pub fn validate_update(
     crd: &CustomResourceDefinition,
     old: &CustomResourceDefinition,
 ) -> ErrorList {
     let mut errs = ErrorList::default();
-    let opts = Opts::update(old);
+    let mut opts = Opts::update(old);
+    opts.unchanged_schemas = unchanged_schemas(crd, old);
     validate_spec(&crd.spec, opts, &mut errs);
     let spec = FieldPath::new("spec");
     if opts.require_immutable_names {
@@ -950,7 +992,7 @@ fn validate_spec(spec: &CustomResourceDefinitionSpec, mut opts: Opts, errs: &mut
             effective_schema,
             &versions_path.index(i),
             status_enabled(subresources),
-            opts,
+            opts.for_version(i),
             errs,
         );
     }
@@ -995,10 +1037,12 @@ fn validate_spec(spec: &CustomResourceDefinitionSpec, mut opts: Opts, errs: &mut
     validate_names(&spec.names, &names, errs);
 
     if let Some(validation) = folded.validation {
+        // The shared schema is the first version's (upstream validates it
+        // with the options of `spec.version`).
         validate_validation(
             validation,
             any_status,
-            opts,
+            opts.for_version(0),
             &path.child("validation"),
             errs,
         );
@@ -1664,7 +1708,11 @@ fn validate_validation(
         .any(|e| !e.field.contains("x-kubernetes-validations["));
     if !schema_errors {
         let mut total = TotalCost::default();
-        rule_costs(&schema, &schema_path, true, Some(1), &mut total, &mut local);
+        let mut costs = ErrorList::default();
+        rule_costs(&schema, &schema_path, true, Some(1), &mut total, &mut costs);
+        if !opts.suppress_per_expression_cost {
+            local.extend(costs);
+        }
         total_cost_errors(&total, &schema_path, &mut local);
     }
     errs.extend(local);
