@@ -1342,6 +1342,27 @@ mod tests {
         s
     }
 
+    // apiserver/pkg/cel/escaping.go (`Escape`), and its inverse.
+    #[test]
+    fn property_names_escape_as_upstream() {
+        use super::{escape, unescape};
+        assert_eq!(escape("namespace").as_deref(), Some("__namespace__"));
+        assert_eq!(
+            escape("a-b.c/d__e").as_deref(),
+            Some("a__dash__b__dot__c__slash__d__underscores__e")
+        );
+        assert_eq!(escape("plain_name").as_deref(), Some("plain_name"));
+        assert_eq!(escape("1st"), None);
+        assert_eq!(escape("a b"), None);
+        assert_eq!(escape(""), None);
+        assert_eq!(unescape("__namespace__").as_deref(), Some("namespace"));
+        assert_eq!(
+            unescape("a__dash__b__dot__c__slash__d__underscores__e").as_deref(),
+            Some("a-b.c/d__e")
+        );
+        assert_eq!(unescape("plain"), None);
+    }
+
     #[test]
     fn upstream_cost_estimation_cases() {
         let num = || json!({"type": "number"});
