@@ -1471,6 +1471,21 @@ mod tests {
                 5,
             ),
             (
+                map(json!({"type": "string", "format": "duration"}), None),
+                r#"self["c"] == self["d"]"#,
+                8,
+            ),
+            (
+                json!({"type": "string", "enum": ["A", "B", "C", "LongValue"]}),
+                "self.contains('A')",
+                2,
+            ),
+            (
+                json!({"type": "string", "enum": ["A", "B", "C", "LongValue"], "maxLength": 1000}),
+                "self.contains('A')",
+                401,
+            ),
+            (
                 array(
                     map(
                         json!({"type": "object", "required": ["required"],
