@@ -65,10 +65,14 @@
 //! not stop early, so a rule whose worst case over the actual data passes
 //! the limit is stopped even where its evaluation would short-circuit
 //! under it; and costs are charged before the evaluation, so the rule that
-//! would overdraw the budget is the one reported, not run. A
-//! `messageExpression` is not charged, nor a rule whose estimate depends on
-//! a size the estimator cannot know (the result of a function it does not
-//! model, compared or iterated: cel-go's checker would know more).
+//! would overdraw the budget is the one reported, not run. A failed rule's
+//! `messageExpression` is charged the same way (`messageExpression
+//! evaluation failed due to running out of cost budget, ...`, `no further
+//! validation rules will be run due to call cost exceeds limit for
+//! messageExpression: "<expression>"`). An expression whose estimate
+//! depends on a size the estimator cannot know (the result of a function
+//! it does not model, compared or iterated: cel-go's checker would know
+//! more) is not charged.
 //!
 //! `self` and `oldSelf` are typed from the schema as Kubernetes does:
 //! `number` values are doubles, strings of `format: date-time` / `date` are

@@ -35,6 +35,8 @@ pub(crate) struct CompiledRule {
     pub(crate) rule: String,
     pub(crate) message: String,
     pub(crate) message_expression: Option<Result<Arc<cel::Program>, String>>,
+    /// The source of `messageExpression`, as upstream quotes it in errors.
+    pub(crate) message_expression_src: String,
     pub(crate) reason: Reason,
     pub(crate) field_path: Vec<String>,
     pub(crate) optional_old_self: bool,
@@ -203,6 +205,11 @@ impl CompiledRule {
                 .get("messageExpression")
                 .and_then(Value::as_str)
                 .map(compile),
+            message_expression_src: v
+                .get("messageExpression")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             reason,
             field_path,
             optional_old_self: v
@@ -475,6 +482,32 @@ fn validate_within(
             match program.execute(rule_ctx) {
                 Ok(cel::Value::Bool(true)) => {}
                 Ok(cel::Value::Bool(false)) => {
+                    // The message expression is charged as the rule is
+                    // (upstream's evalMessageExpression).
+                    if let Some(Ok(message)) = &rule.message_expression {
+                        let cost = runtime_cost(message, value, old);
+                        let spent = if cost > PER_CALL_LIMIT {
+                            PER_CALL_LIMIT + 1
+                        } else {
+                            cost
+                        };
+                        let stop = if i64::try_from(spent).map_or(true, |s| s > *budget) {
+                            Some("messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string())
+                        } else if cost > PER_CALL_LIMIT {
+                            Some(format!(
+                                "no further validation rules will be run due to call cost exceeds limit for messageExpression: {:?}",
+                                rule.message_expression_src
+                            ))
+                        } else {
+                            None
+                        };
+                        if let Some(detail) = stop {
+                            errs.push(FieldError::invalid(&at, node.type_.as_str(), detail));
+                            *budget = -1;
+                            return;
+                        }
+                        *budget -= spent as i64;
+                    }
                     // The message expression runs with the plain `oldSelf`, as
                     // upstream evaluates it with the rule's non-optional
                     // activation.

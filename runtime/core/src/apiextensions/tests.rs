@@ -511,6 +511,30 @@ fn cel_sees_escaped_property_names() {
     );
 }
 
+// schema/cel/validation.go (`evalMessageExpression`): a failed rule's
+// messageExpression is charged too, and stopped past the per-call limit.
+#[test]
+fn cel_message_expressions_are_charged() {
+    let costly = "self.all(x, self.all(y, x == y || x != y)) ? 'a' : 'b'";
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "list": {"type": "array", "items": {"type": "string"},
+                     "x-kubernetes-validations": [{"rule": "size(self) < 10", "messageExpression": costly}]},
+        },
+    }));
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"list": strings(69)})))),
+        ["spec.list: Invalid value: \"array\": a"]
+    );
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"list": strings(70)})))),
+        [format!(
+            "spec.list: Invalid value: \"array\": no further validation rules will be run due to call cost exceeds limit for messageExpression: {costly:?}"
+        )]
+    );
+}
+
 // schema/pruning (PruneWithOptions): unknown fields are removed and
 // reported with their path;
 // apiVersion/kind/metadata stay at the root and in embedded resources;
