@@ -27,7 +27,12 @@
 //! On update, errors on values equal to the old value at the same place
 //! (objects by key, `map` lists by their keys, `set` lists by value) are
 //! dropped (ratcheting), and transition rules (those reading `oldSelf`) run
-//! where an old value exists.
+//! where an old value exists. A transition rule with `optionalOldSelf:
+//! true` runs also where there is none (a create, a new field, a new item
+//! of a `map` list): its `oldSelf` is an optional, `optional.none()`
+//! without an old value and `optional.of(old)` with one (read with
+//! `hasValue()`, `value()`, `orValue(...)`); its `messageExpression` sees
+//! the plain `oldSelf`, as upstream evaluates it.
 //!
 //! # CEL
 //!
@@ -45,19 +50,43 @@
 //! and these Kubernetes library functions: `isIP`, `isCIDR`, `isURL`,
 //! `find`, `findAll`.
 //!
+//! Runtime cost: upstream's cel-go counts the actual cost of each
+//! evaluation, stops a rule past `PerCallLimit` (1,000,000: `'operation
+//! cancelled: actual cost limit exceeded': no further validation rules
+//! will be run due to call cost exceeds limit for rule: <rule>`) and all
+//! rules of the request once `RuntimeCELCostBudget` (10,000,000) is spent
+//! (`validation failed due to running out of cost budget, no further
+//! validation rules will be run`). The `cel` crate counts no cost, so each
+//! rule is charged before it runs with the static estimate of `cost.rs`,
+//! computed with the sizes of the actual `self` and `oldSelf` (every
+//! string, list and map at a path sized as the largest one there). That is
+//! an upper bound of what cel-go would count: both branches of `?:`, `&&`
+//! and `||` are charged, and every item of a comprehension as if it did
+//! not stop early, so a rule whose worst case over the actual data passes
+//! the limit is stopped even where its evaluation would short-circuit
+//! under it; and costs are charged before the evaluation, so the rule that
+//! would overdraw the budget is the one reported, not run. A failed rule's
+//! `messageExpression` is charged the same way (`messageExpression
+//! evaluation failed due to running out of cost budget, ...`, `no further
+//! validation rules will be run due to call cost exceeds limit for
+//! messageExpression: "<expression>"`). An expression whose estimate
+//! depends on a size the estimator cannot know (the result of a function
+//! it does not model, compared or iterated: cel-go's checker would know
+//! more) is not charged.
+//!
 //! `self` and `oldSelf` are typed from the schema as Kubernetes does:
 //! `number` values are doubles, strings of `format: date-time` / `date` are
-//! timestamps, `duration` durations and `byte` bytes.
+//! timestamps, `duration` durations and `byte` bytes. Declared properties
+//! are seen under their CEL names, as Kubernetes escapes them
+//! (`namespace` as `__namespace__`, `a-b` as `a__dash__b`); keys of maps
+//! are not escaped. (Properties whose names CEL cannot spell keep their
+//! names, where upstream hides them.)
 //!
 //! Not provided, compared with upstream:
 //! - at the root, upstream shows rules only `metadata.name` and
 //!   `metadata.generateName`; here `self.metadata` is the whole metadata;
-//! - runtime cost limits and the static cost estimation of rules at CRD
-//!   creation (a rule runs to completion however costly);
 //! - static type checking of rules against the schema (an unknown field is
 //!   an evaluation error here, a compile error upstream);
-//! - rules with `optionalOldSelf: true` (upstream binds `oldSelf` to an
-//!   optional value, which our CEL values cannot carry): they are skipped;
 //! - the Kubernetes libraries beyond those listed above (`ip()`, `cidr()`,
 //!   `url()` objects, `quantity`, `semver`, `lists` extras, `format`
 //!   checkers, authorizer);
@@ -75,10 +104,11 @@
 //! walked except by CEL conversion, which relies on serde_json's parse
 //! depth limit (128).
 
+pub(crate) mod cost;
 mod defaults;
 mod formats;
 mod prune;
-mod rules;
+pub(crate) mod rules;
 mod schema;
 #[cfg(test)]
 mod tests;

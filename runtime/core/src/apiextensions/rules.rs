@@ -1,5 +1,13 @@
 //! `x-kubernetes-validations`: rules compiled once with the schema and
 //! evaluated along the object (upstream `schema/cel/validation.go`).
+//!
+//! A transition rule (one reading `oldSelf`) runs only where an old value
+//! is correlated, unless it sets `optionalOldSelf: true`: then it runs
+//! everywhere, `oldSelf` being `optional.of(old)` or `optional.none()`.
+//! Other rules do not run on values equal to their old value (ratcheting).
+//! Each evaluation is charged first against the request's budget with the
+//! static estimate over the actual values (`cost.rs`; see the parent
+//! module's docs for how this approximates upstream's runtime costs).
 
 use std::sync::{Arc, OnceLock};
 
@@ -7,6 +15,7 @@ use cel::common::types::{CelBool, CelList, CelString};
 use regex::Regex;
 use serde_json::Value;
 
+use super::cost::{PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET, ValueSizes, escape, estimate};
 use super::schema::Node;
 use crate::cel::to_cel;
 use crate::validation::{ErrorList, FieldError, FieldPath};
@@ -26,6 +35,8 @@ pub(crate) struct CompiledRule {
     pub(crate) rule: String,
     pub(crate) message: String,
     pub(crate) message_expression: Option<Result<Arc<cel::Program>, String>>,
+    /// The source of `messageExpression`, as upstream quotes it in errors.
+    pub(crate) message_expression_src: String,
     pub(crate) reason: Reason,
     pub(crate) field_path: Vec<String>,
     pub(crate) optional_old_self: bool,
@@ -174,9 +185,17 @@ impl CompiledRule {
             Some(p) => parse_field_path(p).map_err(|e| format!("{path}.fieldPath: {e}"))?,
             None => Vec::new(),
         };
+        let program = compile(&rule);
+        // A rule is a transition rule when it reads `oldSelf` (upstream:
+        // the checked expression's references); a rule that does not parse
+        // falls back to the word.
+        let transition = match &program {
+            Ok(p) => p.references().has_variable("oldSelf"),
+            Err(_) => mentions_old_self(&rule),
+        };
         Ok(CompiledRule {
-            transition: mentions_old_self(&rule),
-            program: compile(&rule),
+            transition,
+            program,
             message: v
                 .get("message")
                 .and_then(Value::as_str)
@@ -186,6 +205,11 @@ impl CompiledRule {
                 .get("messageExpression")
                 .and_then(Value::as_str)
                 .map(compile),
+            message_expression_src: v
+                .get("messageExpression")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             reason,
             field_path,
             optional_old_self: v
@@ -279,8 +303,16 @@ fn typed(node: Option<&Node>, v: &Value) -> cel::Value {
             let m: std::collections::HashMap<cel::objects::Key, cel::Value> = map
                 .iter()
                 .map(|(k, item)| {
-                    let child = node.properties.get(k).or_else(|| node.additional.schema());
-                    (cel::objects::Key::from(k.as_str()), typed(child, item))
+                    // Declared properties are seen under their CEL names
+                    // (`namespace` as `__namespace__`, `a-b` as
+                    // `a__dash__b`); map keys stay as they are.
+                    if let Some(child) = node.properties.get(k) {
+                        let name = escape(k).unwrap_or_else(|| k.clone());
+                        (cel::objects::Key::from(name), typed(Some(child), item))
+                    } else {
+                        let child = node.additional.schema();
+                        (cel::objects::Key::from(k.as_str()), typed(child, item))
+                    }
                 })
                 .collect();
             cel::Value::Map(m.into())
@@ -314,9 +346,10 @@ fn typed(node: Option<&Node>, v: &Value) -> cel::Value {
     }
 }
 
-/// Evaluates the rules of `node` on `value`, then those below it.
-/// `old` is the correlated old value (updates); `ratchet` drops the rules
-/// that are not transition rules where the value is unchanged.
+/// Evaluates the rules of `node` on `value`, then those below it, within
+/// one request's cost budget (upstream's `RuntimeCELCostBudget`).
+/// `old` is the correlated old value (updates); the rules that are not
+/// transition rules are skipped where the value is unchanged (ratcheting).
 pub(crate) fn validate(
     node: &Node,
     value: &Value,
@@ -324,26 +357,85 @@ pub(crate) fn validate(
     path: &FieldPath,
     errs: &mut ErrorList,
 ) {
-    if value.is_null() {
+    let mut budget = RUNTIME_CEL_COST_BUDGET;
+    validate_within(node, value, old, path, errs, &mut budget);
+}
+
+/// What evaluating `program` may cost on these values: the static estimate
+/// with the sizes of the actual `self` and `oldSelf` (an upper bound of
+/// what cel-go would count, see the module docs). An estimate that depends
+/// on a size the estimator cannot know (the result of a function it does
+/// not model, compared or iterated) is not charged: the actual data bounds
+/// the actual cost, but not our estimate of it.
+fn runtime_cost(program: &cel::Program, value: &Value, old: Option<&Value>) -> u64 {
+    let sizes = ValueSizes {
+        roots: std::iter::once(value).chain(old).collect(),
+    };
+    let cost = estimate(program.expression(), &sizes).max;
+    if cost >= UNKNOWN_COST { 0 } else { cost }
+}
+
+/// Estimates at or above this come from unknown sizes (2^64 - 1 times a
+/// cost factor), not from data that fits in a request.
+const UNKNOWN_COST: u64 = 1 << 60;
+
+/// [`validate`] with the budget left; a negative budget stops every rule
+/// after it (upstream returns `-1`).
+fn validate_within(
+    node: &Node,
+    value: &Value,
+    old: Option<&Value>,
+    path: &FieldPath,
+    errs: &mut ErrorList,
+    budget: &mut i64,
+) {
+    if value.is_null() || *budget < 0 {
         return;
     }
     let unchanged = old.is_some_and(|o| o == value);
+    if !node.rules.is_empty() && *budget == 0 {
+        errs.push(FieldError::invalid(
+            path,
+            node.type_.as_str(),
+            OUT_OF_BUDGET,
+        ));
+        *budget = -1;
+        return;
+    }
     if !node.rules.is_empty() {
+        let self_value = typed(Some(node), value);
+        let old_value = old.map(|o| typed(Some(node), o));
         let mut ctx = cel::Context::with_env(env());
-        ctx.add_variable_from_value("self", typed(Some(node), value));
-        if let Some(o) = old {
-            ctx.add_variable_from_value("oldSelf", typed(Some(node), o));
+        ctx.add_variable_from_value("self", self_value.clone());
+        if let Some(o) = &old_value {
+            ctx.add_variable_from_value("oldSelf", o.clone());
         }
+        // Rules with `optionalOldSelf: true` see `oldSelf` as an optional:
+        // `optional.of(old)`, or `optional.none()` without an old value
+        // (upstream's optionalOldSelfActivation).
+        let optional_ctx = node.rules.iter().any(|r| r.optional_old_self).then(|| {
+            let mut c = cel::Context::with_env(env());
+            c.add_variable_from_value("self", self_value.clone());
+            let opt = match &old_value {
+                Some(o) => cel::objects::OptionalValue::of(o.clone()),
+                None => cel::objects::OptionalValue::none(),
+            };
+            c.add_variable_from_value("oldSelf", cel::Value::Opaque(Arc::new(opt)));
+            c
+        });
         for rule in &node.rules {
-            if rule.optional_old_self || (rule.transition && old.is_none()) {
-                // Upstream binds `oldSelf` of an optionalOldSelf rule to an
-                // optional value, which our CEL values cannot carry: such
-                // rules are skipped (see the module docs).
+            // Transition rules run only with an old value, unless they take
+            // `oldSelf` as an optional.
+            if rule.transition && old.is_none() && !rule.optional_old_self {
                 continue;
             }
             if !rule.transition && unchanged {
                 continue;
             }
+            let rule_ctx = match &optional_ctx {
+                Some(c) if rule.optional_old_self => c,
+                _ => &ctx,
+            };
             let at = rule_path(node, path, &rule.field_path);
             let program = match &rule.program {
                 Ok(p) => p,
@@ -356,9 +448,69 @@ pub(crate) fn validate(
                     continue;
                 }
             };
-            match program.execute(&ctx) {
+            // Charged before evaluating: a rule that would exceed the
+            // per-call limit is stopped (cel-go stops it once its cost
+            // passes the limit, having spent just over it).
+            let cost = runtime_cost(program, value, old);
+            let spent = if cost > PER_CALL_LIMIT {
+                PER_CALL_LIMIT + 1
+            } else {
+                cost
+            };
+            if i64::try_from(spent).map_or(true, |s| s > *budget) {
+                errs.push(FieldError::invalid(
+                    path,
+                    node.type_.as_str(),
+                    OUT_OF_BUDGET,
+                ));
+                *budget = -1;
+                return;
+            }
+            if cost > PER_CALL_LIMIT {
+                errs.push(FieldError::invalid(
+                    path,
+                    node.type_.as_str(),
+                    format!(
+                        "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                        rule.error_string()
+                    ),
+                ));
+                *budget = -1;
+                return;
+            }
+            *budget -= spent as i64;
+            match program.execute(rule_ctx) {
                 Ok(cel::Value::Bool(true)) => {}
                 Ok(cel::Value::Bool(false)) => {
+                    // The message expression is charged as the rule is
+                    // (upstream's evalMessageExpression).
+                    if let Some(Ok(message)) = &rule.message_expression {
+                        let cost = runtime_cost(message, value, old);
+                        let spent = if cost > PER_CALL_LIMIT {
+                            PER_CALL_LIMIT + 1
+                        } else {
+                            cost
+                        };
+                        let stop = if i64::try_from(spent).map_or(true, |s| s > *budget) {
+                            Some("messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string())
+                        } else if cost > PER_CALL_LIMIT {
+                            Some(format!(
+                                "no further validation rules will be run due to call cost exceeds limit for messageExpression: {:?}",
+                                rule.message_expression_src
+                            ))
+                        } else {
+                            None
+                        };
+                        if let Some(detail) = stop {
+                            errs.push(FieldError::invalid(&at, node.type_.as_str(), detail));
+                            *budget = -1;
+                            return;
+                        }
+                        *budget -= spent as i64;
+                    }
+                    // The message expression runs with the plain `oldSelf`, as
+                    // upstream evaluates it with the rule's non-optional
+                    // activation.
                     errs.push(error_for(rule.reason, &at, node, rule.detail(&ctx)));
                 }
                 Ok(other) => errs.push(FieldError::invalid(
@@ -386,7 +538,10 @@ pub(crate) fn validate(
     }
     // Rules under allOf apply to the same value (upstream's AllOfValidators).
     for sub in &node.checks.all_of {
-        validate(sub, value, old, path, errs);
+        validate_within(sub, value, old, path, errs, budget);
+        if *budget < 0 {
+            return;
+        }
     }
     match value {
         Value::Object(map) => {
@@ -394,9 +549,12 @@ pub(crate) fn validate(
             for (k, v) in map {
                 let old_v = old_map.and_then(|o| o.get(k));
                 if let Some(child) = node.properties.get(k) {
-                    validate(child, v, old_v, &path.child(k), errs);
+                    validate_within(child, v, old_v, &path.child(k), errs, budget);
                 } else if let Some(child) = node.additional.schema() {
-                    validate(child, v, old_v, &path.key(k), errs);
+                    validate_within(child, v, old_v, &path.key(k), errs, budget);
+                }
+                if *budget < 0 {
+                    return;
                 }
             }
         }
@@ -407,12 +565,19 @@ pub(crate) fn validate(
             let old_items = old.and_then(Value::as_array);
             for (i, v) in items.iter().enumerate() {
                 let old_v = old_items.and_then(|o| correlate(node, v, o));
-                validate(item_node, v, old_v, &path.index(i), errs);
+                validate_within(item_node, v, old_v, &path.index(i), errs, budget);
+                if *budget < 0 {
+                    return;
+                }
             }
         }
         _ => {}
     }
 }
+
+/// Upstream's error once the request's budget is spent.
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
 
 /// The old item an item of a list corresponds to: by key for
 /// `x-kubernetes-list-type: map`, by value for `set`; atomic lists have none.

@@ -340,6 +340,201 @@ fn updates_ratchet_and_transition_rules() {
     );
 }
 
+// schema/cel/validation.go (`validationActivationWithOldSelf`): a rule
+// with `optionalOldSelf: true` also runs without an old value (create, a
+// new field, a new item of a map list), `oldSelf` then being
+// `optional.none()`, else `optional.of(old)`. Other transition rules still
+// need an old value.
+#[test]
+fn optional_old_self_rules() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "phase": {"type": "string", "x-kubernetes-validations": [
+                {"rule": "oldSelf.hasValue() || self == 'initial'", "message": "must start as initial",
+                 "optionalOldSelf": true},
+            ]},
+            "replicas": {"type": "integer", "x-kubernetes-validations": [
+                {"rule": "self >= oldSelf.orValue(0)", "message": "may not shrink", "optionalOldSelf": true},
+                {"rule": "self != oldSelf", "message": "must change"},
+            ]},
+            "items": {
+                "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "required": ["name"],
+                    "properties": {"name": {"type": "string"}, "size": {"type": "integer"}},
+                    "x-kubernetes-validations": [
+                        {"rule": "!oldSelf.hasValue() ? self.size == 1 : self.size >= oldSelf.value().size",
+                         "message": "items start at 1 and grow", "optionalOldSelf": true},
+                    ]},
+            },
+        },
+    }));
+    // Create: oldSelf is optional.none(); `self != oldSelf` does not run.
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"phase": "running", "replicas": 2})))),
+        ["spec.phase: Invalid value: \"string\": must start as initial"]
+    );
+    assert!(
+        s.validate(&obj(
+            json!({"phase": "initial", "replicas": 2, "items": [{"name": "a", "size": 1}]})
+        ))
+        .is_empty()
+    );
+    // Update: oldSelf is optional.of(old).
+    let old = obj(json!({"phase": "initial", "replicas": 5, "items": [{"name": "a", "size": 4}]}));
+    assert!(
+        s.validate_update(
+            &obj(json!({"phase": "running", "replicas": 6, "items": [{"name": "a", "size": 4}]})),
+            &old
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        messages(&s.validate_update(
+            &obj(json!({"phase": "running", "replicas": 3,
+                        "items": [{"name": "a", "size": 3}, {"name": "b", "size": 2}]})),
+            &old
+        )),
+        [
+            "spec.replicas: Invalid value: \"integer\": may not shrink",
+            "spec.items[0]: Invalid value: \"object\": items start at 1 and grow",
+            "spec.items[1]: Invalid value: \"object\": items start at 1 and grow",
+        ]
+    );
+    // A field new on update has no old value either.
+    let old = obj(json!({"replicas": 5}));
+    assert_eq!(
+        messages(&s.validate_update(&obj(json!({"replicas": 6, "phase": "x"})), &old)),
+        ["spec.phase: Invalid value: \"string\": must start as initial"]
+    );
+}
+
+/// `n` distinct strings of 1000 characters.
+fn strings(n: usize) -> Value {
+    Value::Array(
+        (0..n)
+            .map(|i| Value::String(format!("{i:01000}")))
+            .collect(),
+    )
+}
+
+/// An O(n²) rule over a list of strings: with n items of 1000 characters
+/// its cost is n * (207n + 5) + 2 (cel-go's model: per inner item
+/// `@not_strictly_false` 2, `&&` 1, `||` of two equalities of strings
+/// 2 * (2 + 1000 * 0.1)).
+const QUADRATIC: &str = "self.all(x, self.all(y, x == y || x != y))";
+
+// schema/cel/validation.go: a rule whose evaluation would pass
+// `PerCallLimit` (1,000,000) is stopped with cel-go's `operation
+// cancelled: actual cost limit exceeded`, and no rule runs after it.
+#[test]
+fn cel_rule_over_the_per_call_limit_is_stopped() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "list": {"type": "array", "items": {"type": "string"},
+                     "x-kubernetes-validations": [{"rule": QUADRATIC}, {"rule": "false", "message": "never reached"}]},
+            "z": {"type": "string", "x-kubernetes-validations": [{"rule": "false", "message": "not reached either"}]},
+        },
+    }));
+    // 69 items: 985874, within the limit.
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"list": strings(69)})))),
+        ["spec.list: Invalid value: \"array\": never reached"]
+    );
+    // 70 items: 1014652.
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"list": strings(70), "z": "a"})))),
+        [format!(
+            "spec.list: Invalid value: \"array\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {QUADRATIC}"
+        )]
+    );
+}
+
+// schema/cel/validation.go: the rules of one request share
+// `RuntimeCELCostBudget` (10,000,000); once it is spent, the rule that
+// would overdraw it is reported and no further rule runs.
+#[test]
+fn cel_rules_share_the_request_budget() {
+    let rules: Vec<Value> = (0..10).map(|_| json!({"rule": QUADRATIC})).collect();
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "list": {"type": "array", "items": {"type": "string"}, "x-kubernetes-validations": rules},
+            "more": {"type": "array", "items": {"type": "string"}, "x-kubernetes-validations": [{"rule": QUADRATIC}]},
+            "z": {"type": "string", "x-kubernetes-validations": [{"rule": "false", "message": "not reached"}]},
+        },
+    }));
+    // 10 rules of 985874: 9858740 of the budget.
+    assert!(s.validate(&obj(json!({"list": strings(69)}))).is_empty());
+    // An 11th overdraws it.
+    assert_eq!(
+        messages(&s.validate(&obj(
+            json!({"list": strings(69), "more": strings(69), "z": "a"})
+        ))),
+        [
+            "spec.more: Invalid value: \"array\": validation failed due to running out of cost budget, no further validation rules will be run"
+        ]
+    );
+}
+
+// apiserver/pkg/cel (`Escape`): rules see declared properties under
+// their CEL names: keywords as `__<word>__`, `-` as `__dash__`, `.` as
+// `__dot__`; keys of maps are unchanged.
+#[test]
+fn cel_sees_escaped_property_names() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "namespace": {"type": "string"},
+            "a-b": {"type": "string"},
+            "x.y": {"type": "integer"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+        "x-kubernetes-validations": [
+            {"rule": "has(self.__namespace__) && self.__namespace__ == 'ns'", "message": "namespace"},
+            {"rule": "self.a__dash__b == 'v' && self.x__dot__y == 1", "message": "escaped"},
+            {"rule": "self.labels['app-name'] == 'x'", "message": "map keys"},
+        ],
+    }));
+    assert_eq!(
+        messages(&s.validate(&obj(
+            json!({"namespace": "ns", "a-b": "v", "x.y": 1, "labels": {"app-name": "x"}})
+        ))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        messages(&s.validate(&obj(
+            json!({"namespace": "other", "a-b": "v", "x.y": 1, "labels": {"app-name": "x"}})
+        ))),
+        ["spec: Invalid value: \"object\": namespace"]
+    );
+}
+
+// schema/cel/validation.go (`evalMessageExpression`): a failed rule's
+// messageExpression is charged too, and stopped past the per-call limit.
+#[test]
+fn cel_message_expressions_are_charged() {
+    let costly = "self.all(x, self.all(y, x == y || x != y)) ? 'a' : 'b'";
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "list": {"type": "array", "items": {"type": "string"},
+                     "x-kubernetes-validations": [{"rule": "size(self) < 10", "messageExpression": costly}]},
+        },
+    }));
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"list": strings(69)})))),
+        ["spec.list: Invalid value: \"array\": a"]
+    );
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"list": strings(70)})))),
+        [format!(
+            "spec.list: Invalid value: \"array\": no further validation rules will be run due to call cost exceeds limit for messageExpression: {costly:?}"
+        )]
+    );
+}
+
 // schema/pruning (PruneWithOptions): unknown fields are removed and
 // reported with their path;
 // apiVersion/kind/metadata stay at the root and in embedded resources;

@@ -843,6 +843,69 @@ fn validation_rule_shape() {
     );
 }
 
+/// `validation.go` (`ValidateCustomResourceDefinitionOpenAPISchema`):
+/// `optionalOldSelf`, even `false`, may only be set on rules that read
+/// `oldSelf`.
+#[test]
+fn optional_old_self_needs_old_self() {
+    let c = crd_with(json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object",
+            "properties": {"a": {"type": "string"}},
+            "x-kubernetes-validations": [
+                {"rule": "has(self.a)", "optionalOldSelf": true},
+                {"rule": "has(self.a)", "optionalOldSelf": false},
+                {"rule": "!oldSelf.hasValue() || self == oldSelf.value()", "optionalOldSelf": true},
+            ]}}
+    }));
+    let p = format!("{S}.properties[spec].x-kubernetes-validations");
+    assert_eq!(
+        lines(&c.validate_create()),
+        [
+            format!(
+                "{p}[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+            ),
+            format!(
+                "{p}[1].optionalOldSelf: Invalid value: false: may not be set if oldSelf is not used in rule"
+            ),
+        ]
+    );
+}
+
+/// `validation.go` (`withForbidOldSelfValidations`): below a list that is
+/// not a `map` list, items have no old value, and a rule reading `oldSelf`
+/// is refused (naming the highest such list).
+#[test]
+fn old_self_below_uncorrelatable_lists() {
+    let rule = json!([{"rule": "self == oldSelf"}]);
+    let c = crd_with(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "atomic": {"type": "array", "items": {"type": "object",
+                "properties": {"inner": {"type": "array", "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["k"],
+                    "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "string"}},
+                              "x-kubernetes-validations": rule}}}}},
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "maxItems": 10,
+                    "items": {"type": "string", "maxLength": 10, "x-kubernetes-validations": rule}},
+            "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+                    "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "string"}},
+                              "x-kubernetes-validations": rule}},
+        }}}}),
+    );
+    let p = format!("{S}.properties[spec].properties");
+    assert_eq!(
+        lines(&c.validate_create()),
+        [
+            format!(
+                "{p}[atomic].items.properties[inner].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {p}[atomic]"
+            ),
+            format!(
+                "{p}[set].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {p}[set]"
+            ),
+        ]
+    );
+}
+
 /// `helpers.go` (`SetCRDCondition`): the transition time changes with the
 /// status only.
 #[test]
@@ -1105,5 +1168,190 @@ fn cel_rules_are_compiled_and_their_cost_bounded() {
         ))),
         "{:?}",
         lines(&errs)
+    );
+}
+
+/// `validation.go` (`getCostErrorMessage`): under 100 times the per-rule
+/// limit the factor is printed, `%.1fx`, or `%fx` under 1.5. The costs are
+/// cel-go's: per item, `@not_strictly_false` 2, `&&` 1, the item 1 and
+/// `matches` ceil((3145726 + 1) * 0.1) * ceil(8 * 0.25) = 629146; plus 2.
+#[test]
+fn cel_rule_cost_factors() {
+    let list = |max: i64| {
+        crd_with(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "hosts": {"type": "array", "maxItems": max, "items": {"type": "string"},
+                      "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]}}}}}),
+        )
+    };
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    let at = format!("{S}.properties[spec].properties[hosts].x-kubernetes-validations[0].rule");
+    // 10 items: 6291502, within the limit.
+    assert!(list(10).validate_create().is_empty());
+    // 100 items: 62915002.
+    assert_eq!(
+        lines(&list(100).validate_create()),
+        [format!(
+            "{at}: Forbidden: estimated rule cost exceeds budget by factor of 6.3x {hint}"
+        )]
+    );
+    // 20 items: 12583002.
+    assert_eq!(
+        lines(&list(20).validate_create()),
+        [format!(
+            "{at}: Forbidden: estimated rule cost exceeds budget by factor of 1.258300x {hint}"
+        )]
+    );
+}
+
+/// `validation.go` (`getExpressionCost`, `CELSchemaContext`): a rule under
+/// an unbounded list runs as many times as items of the smallest size fit
+/// in a request (3 MiB / (2 + 1) for `{}`); bounding the list bounds it.
+#[test]
+fn cel_rule_cost_cardinality() {
+    let crd = |max_items: Option<i64>| {
+        let mut list = json!({"type": "array", "items": {"type": "object",
+            "properties": {"name": {"type": "string", "maxLength": 253}},
+            "x-kubernetes-validations": [{"rule": "self.name.matches('^[a-z]+$')"}]}});
+        if let Some(m) = max_items {
+            list["maxItems"] = m.into();
+        }
+        crd_with(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"items": list}}}}),
+        )
+    };
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    // 206 per run, times 1048576 runs: over the rule's limit, and over
+    // the schema's.
+    let at =
+        format!("{S}.properties[spec].properties[items].items.x-kubernetes-validations[0].rule");
+    assert_eq!(
+        lines(&crd(None).validate_create()),
+        [
+            format!(
+                "{at}: Forbidden: estimated rule cost exceeds budget by factor of 21.6x {hint}"
+            ),
+            format!(
+                "{at}: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+            ),
+            format!(
+                "{S}: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of 2.2x {hint}"
+            ),
+        ]
+    );
+    assert!(crd(Some(16)).validate_create().is_empty());
+}
+
+/// `validation.go` (`TotalCost`, `StaticEstimatedCRDCostLimit`): rules
+/// each within the limit may together exceed the schema's; the (at most 4)
+/// costliest are named, and the total is reported on the schema.
+#[test]
+fn cel_rule_cost_total() {
+    // Each rule costs 14 * 629150 + 2 = 8808102; 12 of them 105697224.
+    let rules: Vec<Value> = (0..12)
+        .map(|i| json!({"rule": format!("self.all(x, x.matches('^[a-z]+$')) || {i} == 0")}))
+        .collect();
+    let c = crd_with(
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "hosts": {"type": "array", "maxItems": 14, "items": {"type": "string"},
+                  "x-kubernetes-validations": rules}}}}}),
+    );
+    let errs = lines(&c.validate_create());
+    let at = format!("{S}.properties[spec].properties[hosts].x-kubernetes-validations");
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_eq!(
+        errs,
+        [
+            format!(
+                "{at}[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+            ),
+            format!(
+                "{at}[1].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+            ),
+            format!(
+                "{at}[2].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+            ),
+            format!(
+                "{at}[3].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+            ),
+            format!(
+                "{S}: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of 1.056972x {hint}"
+            ),
+        ]
+    );
+}
+
+/// Every rule of every Gateway API CRD goes through the cost estimator,
+/// and none is refused (upstream serves these CRDs).
+#[test]
+fn gateway_api_rules_are_within_cost_limits() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/gateway-api/crds");
+    let dir = if dir.exists() {
+        dir
+    } else {
+        std::path::PathBuf::from("/work/shared/data/gateway-api/crds")
+    };
+    let mut estimated = 0;
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("gateway-api CRDs")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).expect("read");
+        let docs: Vec<Value> = serde_saphyr::from_str_multiple(&text).expect("yaml");
+        for doc in docs
+            .iter()
+            .filter(|d| d["kind"] == "CustomResourceDefinition")
+        {
+            for version in doc["spec"]["versions"].as_array().into_iter().flatten() {
+                let schema = &version["schema"]["openAPIV3Schema"];
+                let (errs, rules, total) = validation::schema_rule_costs(schema);
+                assert!(
+                    errs.is_empty(),
+                    "{} {}: {:#?}",
+                    path.display(),
+                    version["name"],
+                    lines(&errs)
+                );
+                assert!(total <= crate::apiextensions::cost::STATIC_ESTIMATED_CRD_COST_LIMIT);
+                estimated += rules;
+            }
+        }
+    }
+    assert!(estimated >= 100, "only {estimated} rules estimated");
+}
+
+/// `validation.go` (`suppressExpressionCostForUnchangedSchema`): on update,
+/// a version whose schema did not change keeps its rules even over the
+/// per-rule limit (the schema's total still applies); a changed schema is
+/// checked again.
+#[test]
+fn unchanged_schemas_keep_costly_rules() {
+    let list = |max: i64| {
+        crd_with(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "hosts": {"type": "array", "maxItems": max, "items": {"type": "string"},
+                      "x-kubernetes-validations": [{"rule": "self.all(x, x.matches('^[a-z]+$'))"}]}}}}}),
+        )
+    };
+    let old = list(100);
+    assert_eq!(old.validate_create().len(), 1);
+    let mut relabeled = old.clone();
+    relabeled
+        .metadata
+        .labels
+        .insert("team".into(), "net".into());
+    assert!(relabeled.validate_update(&old).is_empty());
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_eq!(
+        lines(&list(120).validate_update(&old)),
+        [format!(
+            "{S}.properties[spec].properties[hosts].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 7.5x {hint}"
+        )]
     );
 }

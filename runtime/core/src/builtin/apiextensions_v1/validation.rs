@@ -15,15 +15,31 @@
 //! and `spec.selectableFields`, as kube-apiserver reports them, and
 //! `spec.conversion.webhook.clientConfig` is `spec.conversion.webhookClientConfig`.
 //!
-//! CEL rules are parsed at write time, and the one cost pattern upstream's
-//! estimator always refuses (string functions over every item of an
-//! unbounded list of unbounded strings) is refused with its message
-//! (`validate_rule_program`).
+//! CEL rules are parsed at write time (`validate_rule_program`, which also
+//! refuses `oldSelf` below lists that are not `map` lists, and
+//! `optionalOldSelf` on rules that do not read `oldSelf`), and
+//! their costs are estimated as upstream's `CELSchemaContext` does
+//! (`rule_costs`): each rule's worst-case cost
+//! (`apiextensions/cost.rs`: cel-go's cost model with sizes from the
+//! schema) times how many times it may run must stay within
+//! `StaticEstimatedCostLimit` (10,000,000), a `messageExpression`'s cost
+//! too, and all of a schema's within `StaticEstimatedCRDCostLimit`
+//! (100,000,000), with upstream's messages (`estimated rule cost exceeds
+//! budget by factor of 6.3x (...)`, `more than 100x`, `contributed to
+//! estimated rule cost total exceeding cost limit for entire OpenAPIv3
+//! schema`). Costs are estimated only for schemas without other errors; on
+//! update, a version whose schema is unchanged is not refused for a rule
+//! over the per-rule limit (its costs still count towards the total).
 //!
 //! Not done here:
-//! - upstream's cost estimator itself (other costly rules pass), type
-//!   checking rules against the schema, and running default values
-//!   through CEL rules;
+//! - type checking rules against the schema (a rule reading a field the
+//!   schema does not declare compiles here; its cost is then estimated
+//!   with an unknown size), the rule's result type (`cel expression must
+//!   evaluate to a bool`), and running default values through CEL rules;
+//! - the estimator is this server's (see its docs): it matches upstream's
+//!   figures on upstream's cost test cases and on ordinary rules, but a
+//!   rule whose types CEL's checker would infer differently may be
+//!   estimated differently;
 //! - the `caBundle` PEM check of conversion webhooks on updates of
 //!   established CRDs (upstream skips it on create and for CRDs that are not
 //!   established);
@@ -41,6 +57,9 @@ use super::{
     CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionSpec,
     CustomResourceDefinitionVersion, CustomResourceSubresources, CustomResourceValidation,
     ESTABLISHED, NAMESPACE_SCOPED, NONE_CONVERTER, SelectableField, WEBHOOK_CONVERTER,
+};
+use crate::apiextensions::cost::{
+    self, STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT, SchemaView,
 };
 use crate::validation::{
     ErrorList, ErrorType, FieldError, FieldPath, is_dns1035_label, is_dns1123_subdomain,
@@ -177,6 +196,64 @@ fn flag(b: Option<bool>) -> bool {
 
 fn text(s: &Option<String>) -> &str {
     s.as_deref().unwrap_or("")
+}
+
+impl SchemaView for Props {
+    fn type_name(&self) -> &str {
+        self.type_str()
+    }
+
+    fn format_name(&self) -> Option<&str> {
+        self.format.as_deref()
+    }
+
+    fn is_int_or_string(&self) -> bool {
+        self.int_or_string()
+    }
+
+    fn is_embedded(&self) -> bool {
+        self.embedded()
+    }
+
+    fn max_length(&self) -> Option<i64> {
+        self.max_length
+    }
+
+    fn max_items(&self) -> Option<i64> {
+        self.max_items
+    }
+
+    fn max_properties(&self) -> Option<i64> {
+        self.max_properties
+    }
+
+    fn enum_max_len(&self) -> Option<u64> {
+        cost::enum_max_len(self.enum_.as_deref())
+    }
+
+    fn is_required(&self, name: &str) -> bool {
+        self.required.iter().flatten().any(|r| r == name)
+    }
+
+    fn has_default(&self) -> bool {
+        self.default.is_some()
+    }
+
+    fn property_list(&self) -> Vec<(&str, &Self)> {
+        self.props().map(|(k, v)| (k.as_str(), v)).collect()
+    }
+
+    fn additional_schema(&self) -> Option<&Self> {
+        Props::additional_schema(self)
+    }
+
+    fn has_additional(&self) -> bool {
+        self.additional_properties.is_some()
+    }
+
+    fn item_schema(&self) -> Option<&Self> {
+        self.item()
+    }
 }
 
 impl Props {
@@ -334,6 +411,14 @@ struct Opts {
     require_pruned_defaults: bool,
     require_atomic_set_type: bool,
     require_map_list_keys_map_set_validation: bool,
+    /// On update, the versions (bit `i` for `spec.versions[i]`) whose
+    /// schema is the old one of the same name.
+    unchanged_schemas: u64,
+    /// Whether the schema being validated is unchanged: its rules' costs
+    /// still count towards the schema's total, but a rule over the
+    /// per-rule limit is not refused (upstream's
+    /// `suppressPerExpressionCost`).
+    suppress_per_expression_cost: bool,
 }
 
 impl Opts {
@@ -347,6 +432,8 @@ impl Opts {
             require_pruned_defaults: true,
             require_atomic_set_type: true,
             require_map_list_keys_map_set_validation: true,
+            unchanged_schemas: 0,
+            suppress_per_expression_cost: false,
         }
     }
 
@@ -403,6 +490,8 @@ impl Opts {
                 map_list_keys_map_set(s, &FieldPath::root(), &mut errs);
                 !errs.is_empty()
             }),
+            unchanged_schemas: 0,
+            suppress_per_expression_cost: false,
         }
     }
 }
@@ -508,13 +597,41 @@ pub fn validate_create(crd: &CustomResourceDefinition) -> ErrorList {
     errs
 }
 
+/// The versions of `crd` (bit `i` for `spec.versions[i]`, up to 64) whose
+/// schema is that of the version of the same name in `old` (upstream's
+/// `findVersionsWithUnchangedSchemas`).
+fn unchanged_schemas(crd: &CustomResourceDefinition, old: &CustomResourceDefinition) -> u64 {
+    let mut mask = 0u64;
+    for (i, v) in crd.spec.versions.iter().enumerate().take(64) {
+        let same = old
+            .spec
+            .versions
+            .iter()
+            .any(|o| o.name == v.name && o.schema == v.schema);
+        if same {
+            mask |= 1 << i;
+        }
+    }
+    mask
+}
+
+impl Opts {
+    /// These options for the schema of `spec.versions[index]`.
+    fn for_version(mut self, index: usize) -> Opts {
+        self.suppress_per_expression_cost =
+            index < 64 && self.unchanged_schemas & (1 << index) != 0;
+        self
+    }
+}
+
 /// `ValidateCustomResourceDefinitionUpdate`: an update of `old` to `crd`.
 pub fn validate_update(
     crd: &CustomResourceDefinition,
     old: &CustomResourceDefinition,
 ) -> ErrorList {
     let mut errs = ErrorList::default();
-    let opts = Opts::update(old);
+    let mut opts = Opts::update(old);
+    opts.unchanged_schemas = unchanged_schemas(crd, old);
     validate_spec(&crd.spec, opts, &mut errs);
     let spec = FieldPath::new("spec");
     if opts.require_immutable_names {
@@ -875,7 +992,7 @@ fn validate_spec(spec: &CustomResourceDefinitionSpec, mut opts: Opts, errs: &mut
             effective_schema,
             &versions_path.index(i),
             status_enabled(subresources),
-            opts,
+            opts.for_version(i),
             errs,
         );
     }
@@ -920,10 +1037,12 @@ fn validate_spec(spec: &CustomResourceDefinitionSpec, mut opts: Opts, errs: &mut
     validate_names(&spec.names, &names, errs);
 
     if let Some(validation) = folded.validation {
+        // The shared schema is the first version's (upstream validates it
+        // with the options of `spec.version`).
         validate_validation(
             validation,
             any_status,
-            opts,
+            opts.for_version(0),
             &path.child("validation"),
             errs,
         );
@@ -1579,12 +1698,22 @@ fn validate_validation(
         disallow_reason: String::new(),
         inside_meta: false,
         require_valid_type: opts.require_valid_property_type,
+        uncorrelatable: None,
     };
     openapi_schema(&schema, &schema_path, &ssv, true, opts, &mut local);
-    // A rule over its budget puts the schema's total over the definition's
-    // budget too (upstream reports both).
-    if local.iter().any(|e| e.detail == cost_error(RULE_COST)) {
-        local.push(FieldError::forbidden(&schema_path, cost_error(TOTAL_COST)));
+    // Costs are estimated on schemas without other errors (upstream
+    // estimates only where the schema converts to CEL declarations).
+    let schema_errors = local
+        .iter()
+        .any(|e| !e.field.contains("x-kubernetes-validations["));
+    if !schema_errors {
+        let mut total = TotalCost::default();
+        let mut costs = ErrorList::default();
+        rule_costs(&schema, &schema_path, true, Some(1), &mut total, &mut costs);
+        if !opts.suppress_per_expression_cost {
+            local.extend(costs);
+        }
+        total_cost_errors(&total, &schema_path, &mut local);
     }
     errs.extend(local);
 }
@@ -1596,6 +1725,10 @@ struct Ssv {
     disallow_reason: String,
     inside_meta: bool,
     require_valid_type: bool,
+    /// The highest list whose items cannot be correlated with their old
+    /// values (its type is not `map`), when below one: `oldSelf` means
+    /// nothing there.
+    uncorrelatable: Option<FieldPath>,
 }
 
 impl Ssv {
@@ -1765,13 +1898,26 @@ fn openapi_schema(
             errs,
         );
     }
+    // Only the items of `map` lists are correlated with old items (sets
+    // are not, for rules).
+    let mut items_ssv = ssv.clone();
+    if s.x_list_type.as_deref() != Some("map") && items_ssv.uncorrelatable.is_none() {
+        items_ssv.uncorrelatable = Some(path.clone());
+    }
     match &s.items {
         Some(Items::One(item)) => {
-            openapi_schema(item, &path.child("items"), ssv, false, opts, errs)
+            openapi_schema(item, &path.child("items"), &items_ssv, false, opts, errs)
         }
         Some(Items::Many(list)) => {
             for (i, item) in list.iter().enumerate() {
-                openapi_schema(item, &path.child("items").index(i), ssv, false, opts, errs);
+                openapi_schema(
+                    item,
+                    &path.child("items").index(i),
+                    &items_ssv,
+                    false,
+                    opts,
+                    errs,
+                );
             }
         }
         None => {}
@@ -1931,87 +2077,217 @@ fn openapi_schema(
     for (i, rule) in s.x_validations.iter().flatten().enumerate() {
         let at = path.child("x-kubernetes-validations").index(i);
         validate_rule_shape(rule, s, &at, errs);
-        validate_rule_program(rule, s, &at, errs);
+        validate_rule_program(rule, ssv.uncorrelatable.as_ref(), &at, errs);
     }
 }
 
-/// The CEL checks of a rule at definition write time: it must compile
-/// (parse), and a rule that runs string functions over every item of an
-/// unbounded list of unbounded strings is refused as upstream's cost
-/// estimator refuses it (its estimate is then orders of magnitude over the
-/// per-rule budget, reported as `more than 100x`).
-///
-/// This is not upstream's estimator: only that pattern is recognized;
-/// other costly rules are not refused (and runtime cost limits are not
-/// enforced).
-fn validate_rule_program(rule: &Rule, schema: &Props, path: &FieldPath, errs: &mut ErrorList) {
+/// The CEL checks of a rule at definition write time that do not need the
+/// schema's sizes: it must parse; a rule reading `oldSelf` may not be
+/// below a list that is not a `map` list (`uncorrelatable`), and only such
+/// a rule may set `optionalOldSelf`. Costs are estimated by [`rule_costs`].
+fn validate_rule_program(
+    rule: &Rule,
+    uncorrelatable: Option<&FieldPath>,
+    path: &FieldPath,
+    errs: &mut ErrorList,
+) {
     let text = rule.rule.trim();
     if text.is_empty() {
         return;
     }
-    if let Err(e) = cel::Program::compile(text) {
+    let program = match cel::Program::compile(text) {
+        Ok(p) => p,
+        Err(e) => {
+            errs.push(FieldError::invalid(
+                path.child("rule"),
+                rule.rule.as_str(),
+                format!("compilation failed: {e}"),
+            ));
+            return;
+        }
+    };
+    if program.references().has_variable("oldSelf") {
+        if let Some(list) = uncorrelatable {
+            errs.push(FieldError::invalid(
+                path.child("rule"),
+                rule.rule.as_str(),
+                format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"),
+            ));
+        }
+    } else if let Some(optional) = rule.optional_old_self {
+        // `optionalOldSelf` only means something for transition rules.
         errs.push(FieldError::invalid(
-            path.child("rule"),
-            rule.rule.as_str(),
-            format!("compilation failed: {e}"),
+            path.child("optionalOldSelf"),
+            optional,
+            "may not be set if oldSelf is not used in rule",
         ));
+    }
+}
+
+/// Upstream's `TotalCost`: the sum of the estimated costs of a schema's
+/// rules and message expressions, and the (at most 4) costliest of them
+/// that weigh at least 1% of the schema's limit.
+#[derive(Default)]
+struct TotalCost {
+    total: u64,
+    most_expensive: Vec<(FieldPath, u64)>,
+    /// How many rules were estimated.
+    rules: usize,
+}
+
+impl TotalCost {
+    fn observe(&mut self, path: FieldPath, cost: u64) {
+        self.total = self.total.saturating_add(cost);
+        if cost < STATIC_ESTIMATED_CRD_COST_LIMIT / 100 {
+            return;
+        }
+        self.most_expensive.push((path, cost));
+        self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.1));
+        self.most_expensive.truncate(4);
+    }
+}
+
+/// The static cost checks of the rules of `s` and below, as upstream's
+/// `ValidateCustomResourceDefinitionOpenAPISchema` makes them with its
+/// `CELSchemaContext`: each rule's estimated cost (see
+/// `apiextensions/cost.rs`), times how many times the rule may run
+/// (`cardinality`: the product of the `maxItems` / `maxProperties` of the
+/// lists and maps above, or, under an unbounded one, how many values of the
+/// node's smallest size fit in a request), must stay within
+/// `StaticEstimatedCostLimit`; a message expression's estimate too (not
+/// multiplied). All of them add up to `total`. Like upstream, the walk
+/// follows `properties`, `additionalProperties` and `items` (not the
+/// junctors), children before their parent.
+fn rule_costs(
+    s: &Props,
+    path: &FieldPath,
+    is_root: bool,
+    cardinality: Option<u64>,
+    total: &mut TotalCost,
+    errs: &mut ErrorList,
+) {
+    let child_cardinality =
+        cardinality.and_then(|c| cost::max_elements_factor(s).map(|m| cost::mul_guard(c, m)));
+    if let Some(sub) = s.additional_schema() {
+        rule_costs(
+            sub,
+            &path.child("additionalProperties"),
+            false,
+            child_cardinality,
+            total,
+            errs,
+        );
+    }
+    for (name, sub) in s.props() {
+        rule_costs(
+            sub,
+            &path.child("properties").key(name),
+            false,
+            child_cardinality,
+            total,
+            errs,
+        );
+    }
+    if let Some(item) = s.item() {
+        rule_costs(
+            item,
+            &path.child("items"),
+            false,
+            child_cardinality,
+            total,
+            errs,
+        );
+    }
+    let Some(rules) = s.x_validations.as_deref().filter(|r| !r.is_empty()) else {
+        return;
+    };
+    let Some(decl) = cost::Decl::from_schema(s, is_root || s.embedded()) else {
+        return;
+    };
+    let sizes = cost::SchemaSizes(&decl);
+    let cardinality = cardinality.unwrap_or_else(|| decl.max_cardinality());
+    let env = crate::apiextensions::rules::env();
+    for (i, rule) in rules.iter().enumerate() {
+        let at = path.child("x-kubernetes-validations").index(i);
+        let text = rule.rule.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let Ok(program) = env.compile(text) else {
+            continue;
+        };
+        let rule_cost = cost::mul_guard(
+            cost::estimate(program.expression(), &sizes).max,
+            cardinality,
+        );
+        if rule_cost > STATIC_ESTIMATED_COST_LIMIT {
+            errs.push(FieldError::forbidden(
+                at.child("rule"),
+                cost::cost_error_message(
+                    "estimated rule cost",
+                    rule_cost,
+                    STATIC_ESTIMATED_COST_LIMIT,
+                ),
+            ));
+        }
+        total.observe(at.child("rule"), rule_cost);
+        total.rules += 1;
+        let message = rule.message_expression.trim();
+        if message.is_empty() {
+            continue;
+        }
+        let Ok(message) = env.compile(message) else {
+            continue;
+        };
+        let message_cost = cost::estimate(message.expression(), &sizes).max;
+        if message_cost > STATIC_ESTIMATED_COST_LIMIT {
+            errs.push(FieldError::forbidden(
+                at.child("messageExpression"),
+                cost::cost_error_message(
+                    "estimated messageExpression cost",
+                    message_cost,
+                    STATIC_ESTIMATED_COST_LIMIT,
+                ),
+            ));
+        }
+        total.observe(at.child("messageExpression"), message_cost);
+    }
+}
+
+/// The cost errors of the rules of a decoded `openAPIV3Schema`, how many
+/// rules were estimated, and their total (for tests over real CRDs).
+#[cfg(test)]
+pub(crate) fn schema_rule_costs(raw: &Value) -> (ErrorList, usize, u64) {
+    let schema = decode(raw).expect("schema");
+    let path = FieldPath::root().child("openAPIV3Schema");
+    let mut total = TotalCost::default();
+    let mut errs = ErrorList::default();
+    rule_costs(&schema, &path, true, Some(1), &mut total, &mut errs);
+    total_cost_errors(&total, &path, &mut errs);
+    (errs, total.rules, total.total)
+}
+
+/// The errors of a schema whose rules together cost more than
+/// `StaticEstimatedCRDCostLimit`: one on each of the costliest rules, then
+/// the total on the schema.
+fn total_cost_errors(total: &TotalCost, schema_path: &FieldPath, errs: &mut ErrorList) {
+    if total.total <= STATIC_ESTIMATED_CRD_COST_LIMIT {
         return;
     }
-    if unbounded_string_comprehension(text, schema) {
+    for (path, _) in &total.most_expensive {
         errs.push(FieldError::forbidden(
-            path.child("rule"),
-            cost_error(RULE_COST),
+            path,
+            "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
         ));
     }
-}
-
-/// What upstream's cost errors call the estimate of one rule, and of all
-/// rules of a schema.
-const RULE_COST: &str = "estimated rule cost";
-const TOTAL_COST: &str =
-    "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema";
-
-/// Upstream's message for an estimate over its budget by more than 100
-/// times.
-fn cost_error(what: &str) -> String {
-    format!(
-        "{what} exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
-    )
-}
-
-/// Whether `rule` (on a node of schema `schema`) iterates over `self`, an
-/// array without `maxItems` of strings without `maxLength` or `enum`,
-/// applying a string function to the items.
-fn unbounded_string_comprehension(rule: &str, schema: &Props) -> bool {
-    if schema.type_str() != "array" || schema.max_items.is_some() {
-        return false;
-    }
-    let Some(Items::One(item)) = &schema.items else {
-        return false;
-    };
-    if item.type_str() != "string" || item.max_length.is_some() || item.enum_.is_some() {
-        return false;
-    }
-    const MACROS: [&str; 5] = ["all(", "exists(", "exists_one(", "map(", "filter("];
-    const STRING_FUNCTIONS: [&str; 12] = [
-        ".matches(",
-        ".contains(",
-        ".startsWith(",
-        ".endsWith(",
-        ".find(",
-        ".findAll(",
-        ".split(",
-        ".lowerAscii(",
-        ".upperAscii(",
-        ".indexOf(",
-        ".replace(",
-        ".size(",
-    ];
-    let compact: String = rule.chars().filter(|c| !c.is_whitespace()).collect();
-    MACROS
-        .iter()
-        .any(|m| compact.contains(&format!("self.{m}")))
-        && STRING_FUNCTIONS.iter().any(|f| compact.contains(f))
+    errs.push(FieldError::forbidden(
+        schema_path,
+        cost::cost_error_message(
+            "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+            total.total,
+            STATIC_ESTIMATED_CRD_COST_LIMIT,
+        ),
+    ));
 }
 
 fn has_newlines(s: &str) -> bool {
@@ -2091,7 +2367,6 @@ fn validate_rule_shape(rule: &Rule, schema: &Props, path: &FieldPath, errs: &mut
             "fieldPath must be a valid path",
         ));
     }
-    let _ = rule.optional_old_self;
 }
 
 /// `validateMapListKeysMapSet`.
