@@ -140,9 +140,13 @@ pub struct DatabaseUser {
     #[validate(required, format = "dns1123_label")]
     pub name: String,
     /// Granted privileges.
+    // A set of the three there are; bounded so that the rule's estimated
+    // cost stays within Kubernetes' limit when the kind is installed as a
+    // CRD (`apiforge crd`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[validate(
         list_type = "set",
+        max_items = 3,
         cel(
             rule = "self.all(p, p in ['read', 'write', 'admin'])",
             message = "privileges are read, write or admin"
