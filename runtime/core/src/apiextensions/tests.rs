@@ -944,3 +944,20 @@ fn embedded_resources_are_coerced() {
         })
     );
 }
+
+// k8s.io/apiserver pkg/cel/common/values.go (unstructuredMap.Find): in an
+// object with properties, a null-valued (nullable) field is treated as
+// absent, so `has()` is false for it.
+#[test]
+fn cel_null_fields_of_objects_are_absent() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer", "nullable": true}},
+        "x-kubernetes-validations": [{"rule": "!has(self.a)", "message": "a is set"}],
+    }));
+    assert!(s.validate(&obj(json!({"a": null}))).is_empty());
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"a": 1})))),
+        ["spec: Invalid value: \"object\": a is set"]
+    );
+}
