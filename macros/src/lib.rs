@@ -211,7 +211,9 @@ pub fn derive_resource(input: TokenStream) -> TokenStream {
 ///
 /// Container attributes: `one_of(a, b)` (exactly one set),
 /// `at_most_one_of(a, b)`, `cel(rule = "...", message = "...")` (with
-/// `self` the whole struct), `crate = path`.
+/// `self` the whole struct), `crate = path`. Unions are also published as
+/// `x-kubernetes-validations` rules with the same messages, so a CRD made
+/// from the kind refuses what the kind refuses.
 ///
 /// ```compile_fail
 /// #[derive(serde::Serialize, schemars::JsonSchema, apiforge_runtime::Validate)]

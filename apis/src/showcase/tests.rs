@@ -258,3 +258,38 @@ fn an_absent_status_phase_is_not_enum_checked() {
         ]
     );
 }
+
+// `at_most_one_of(schedule, continuous)` is exported with the CRD
+// (`apiforge crd`) as an x-kubernetes-validations rule: the custom
+// resource served from that definition refuses and accepts the same
+// backups as the compiled kind, at the same path with the same message.
+#[test]
+fn the_exported_definition_refuses_the_same_backups() {
+    use apiforge_runtime::scheme::{custom, definition};
+    let crd = definition::definitions_of(&group(), None).remove(0);
+    let crd = custom::kind_from_definition(&crd, None).expect("a valid definition");
+    let union = |errs: &apiforge_runtime::validation::ErrorList| -> Vec<(String, String)> {
+        errs.iter()
+            .filter(|e| e.detail.contains("one of"))
+            .map(|e| (e.field.clone(), e.detail.clone()))
+            .collect()
+    };
+    for backup in [
+        json!({}),
+        json!({"schedule": "0 3 * * *"}),
+        json!({"continuous": false}),
+        json!({"schedule": "0 3 * * *", "continuous": true}),
+        json!({"schedule": "0 3 * * *", "continuous": null}),
+    ] {
+        let spec = json!({"engine": "postgres", "version": "16", "backup": backup});
+        let compiled = union(&db(spec.clone()).validate_create());
+        let body = json!({"apiVersion": "showcase.apiforge.dev/v1", "kind": "Database",
+            "metadata": {"name": "db", "namespace": "ns"}, "spec": spec});
+        let hub = crd.decode_object("v1", body).expect("decoded");
+        let exported = union(&crd.validate_create_object(&hub).expect("validated"));
+        assert_eq!(exported, compiled, "{backup}");
+        let both = backup.get("schedule").is_some()
+            && backup.get("continuous").is_some_and(|c| !c.is_null());
+        assert_eq!(compiled.len(), usize::from(both), "{backup}");
+    }
+}

@@ -148,6 +148,18 @@ pub(crate) fn method(model: &ValidateModel) -> TokenStream {
             patches.push(quote!(#rt::set_required(__def, #name, false);));
         }
     }
+    // Unions as CEL rules (before the container's own rules, in the order
+    // the compiled validation checks them), so a CRD made from the kind
+    // refuses what the kind refuses.
+    for u in &model.unions {
+        let exactly = u.exactly;
+        let members = u.members.iter().filter_map(|(ident, name)| {
+            let field = model.fields.iter().find(|f| &f.ident == ident)?;
+            let ty = &field.attrs.ty;
+            Some(quote!((#name, <#ty as #rt::IsSet>::cel_is_set(#name))))
+        });
+        patches.push(quote!(#rt::merge_object(__def, #json::json!({ "x-kubernetes-validations": #rt::union_rules(&[#(#members),*], #exactly) }));));
+    }
     let cel = cel_entries(&model.cel);
     if !cel.is_empty() {
         patches.push(quote!(#rt::merge_object(__def, #json::json!({ "x-kubernetes-validations": [#(#cel),*] }));));

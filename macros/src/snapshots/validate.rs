@@ -340,6 +340,17 @@ const _: () = {
                     ::apiforge_runtime::codegen::v1::merge_object(
                         __def,
                         ::apiforge_runtime::codegen::v1::serde_json::json!(
+                            { "x-kubernetes-validations" :
+                            ::apiforge_runtime::codegen::v1::union_rules(& [("url", <
+                            Option < String > as ::apiforge_runtime::codegen::v1::IsSet >
+                            ::cel_is_set("url")), ("secretRef", < Option < String > as
+                            ::apiforge_runtime::codegen::v1::IsSet >
+                            ::cel_is_set("secretRef"))], true) }
+                        ),
+                    );
+                    ::apiforge_runtime::codegen::v1::merge_object(
+                        __def,
+                        ::apiforge_runtime::codegen::v1::serde_json::json!(
                             { "x-kubernetes-validations" : [{ "rule" :
                             "self.minSize <= self.maxSize", "message" : "min over max" }]
                             }

@@ -41,7 +41,8 @@ pub mod v1 {
         Format, IsSet, Pattern, Probe, ProbeMut, ProbePair, ProbeType, ViaDefault, ViaNothing,
         ViaNothingDefault, ViaNothingPublish, ViaNothingUpdate, ViaOption, ViaPublish, ViaValidate,
         ViaValidateUpdate, ViaValue, enum_values, immutable, max_items, max_length, maximum,
-        min_items, min_length, minimum, required, to_json, union, unique_items, unique_map_keys,
+        min_items, min_length, minimum, required, to_json, union, union_rules, unique_items,
+        unique_map_keys,
     };
     pub use crate::validation::{ErrorList, FieldPath, Validate};
 }

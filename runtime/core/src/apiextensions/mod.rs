@@ -4,6 +4,8 @@
 //! [`CustomSchema::from_json`](crate::apiextensions::CustomSchema::from_json) parses the schema once (compiling its
 //! `pattern`s and CEL rules); the object passes then follow upstream's
 //! order on a write: [`CustomSchema::prune`](crate::apiextensions::CustomSchema::prune) (unknown fields), then
+//! [`CustomSchema::coerce`](crate::apiextensions::CustomSchema::coerce) (embedded resources' `apiVersion`, `kind` and
+//! `metadata`), then
 //! [`CustomSchema::apply_defaults`](crate::apiextensions::CustomSchema::apply_defaults), then [`CustomSchema::validate`](crate::apiextensions::CustomSchema::validate) or
 //! [`CustomSchema::validate_update`](crate::apiextensions::CustomSchema::validate_update).
 //!
@@ -15,9 +17,20 @@
 //!    errors (`spec.replicas: Invalid value: "string": spec.replicas in body
 //!    must be of type integer: "string"`, `Unsupported value`, `Required
 //!    value`, `Too many`, `Too long`, ...).
-//! 2. The `x-kubernetes-list-type` `set` / `map` invariants
+//! 2. The embedded resources (`x-kubernetes-embedded-resource: true`, at
+//!    any depth below the root, in lists and maps too), as upstream's
+//!    `schema/objectmeta` `Validate`: `apiVersion` and `kind` are required
+//!    (`spec.template.kind: Required value: must not be empty`), strings,
+//!    non-empty, a parseable group-version and a DNS-1035 label but for
+//!    case; `metadata` is validated as ObjectMeta on creation
+//!    ([`crate::validation::validate_object_meta`]: `generateName`, `name`
+//!    as a path segment — a missing name is not an error —, `namespace`
+//!    when set, labels, annotations, owner references, finalizers, managed
+//!    fields) at the embedded path (`spec.template.metadata.labels`). These
+//!    errors are not ratcheted on update, as upstream.
+//! 3. The `x-kubernetes-list-type` `set` / `map` invariants
 //!    (`Duplicate value`).
-//! 3. The CEL rules of `x-kubernetes-validations`, unless an earlier error
+//! 4. The CEL rules of `x-kubernetes-validations`, unless an earlier error
 //!    is of a blocking type (type, `Required`, `Unsupported`, `Too long`,
 //!    `Too many`): then, as upstream, one
 //!    `<nil>: Invalid value: null: some validation rules were not checked
@@ -90,8 +103,11 @@
 //! - the Kubernetes libraries beyond those listed above (`ip()`, `cidr()`,
 //!   `url()` objects, `quantity`, `semver`, `lists` extras, `format`
 //!   checkers, authorizer);
-//! - the `apiVersion` / `kind` / `metadata` checks of embedded resources
-//!   (`schema/objectmeta`), which are left to the caller with ObjectMeta.
+//! - in the messages of embedded resources' metadata, an owner reference
+//!   (or their list) shown as the bad value is its JSON, not Go's `%#v` of
+//!   the struct (which has pointer addresses); a metadata that does not decode names the first
+//!   field of the wrong JSON type in Go's words, other decoding failures
+//!   (a timestamp that does not parse) in serde's.
 //!
 //! Formats checked: `ipv4`, `ipv6`, `cidr`, `mac`, `uuid` (3/4/5), `hostname`,
 //! `uri`, `email`, `byte`, `date`, `date-time`, `duration`, `bsonobjectid`,
@@ -106,6 +122,7 @@
 
 pub(crate) mod cost;
 mod defaults;
+mod embedded;
 mod formats;
 mod prune;
 pub(crate) mod rules;
@@ -123,6 +140,9 @@ use crate::validation::{ErrorList, ErrorType, FieldError, FieldPath};
 #[derive(Clone, Debug)]
 pub struct CustomSchema {
     root: schema::Node,
+    /// Whether any node below the root is an embedded resource (the
+    /// embedded passes are skipped otherwise).
+    embedded: bool,
 }
 
 impl CustomSchema {
@@ -135,9 +155,9 @@ impl CustomSchema {
     /// CEL rules that do not compile are accepted and reported when they
     /// apply (see the module docs).
     pub fn from_json(schema: &Value) -> Result<CustomSchema, String> {
-        Ok(CustomSchema {
-            root: schema::parse(schema, "openAPIV3Schema", 0)?,
-        })
+        let root = schema::parse(schema, "openAPIV3Schema", 0)?;
+        let embedded = embedded::any_below(&root);
+        Ok(CustomSchema { root, embedded })
     }
 
     /// Removes the fields the schema does not know, as upstream's
@@ -157,6 +177,22 @@ impl CustomSchema {
         out
     }
 
+    /// Coerces the embedded resources of an object as upstream's
+    /// `objectmeta.Coerce` below the root (after pruning, before
+    /// defaulting): a non-string `apiVersion` or `kind` is refused, or
+    /// dropped with `drop_invalid`; a `metadata` is rewritten as the
+    /// ObjectMeta it decodes to (unknown fields dropped), refused when it
+    /// does not decode, or with `drop_invalid` stripped of the fields that
+    /// do not. Writes refuse (`drop_invalid` false); reads of stored objects
+    /// drop. The error is the first refusal, e.g. `spec.template.kind:
+    /// Invalid value: 1: must be a string`.
+    pub fn coerce(&self, obj: &mut Value, drop_invalid: bool) -> Result<(), Box<FieldError>> {
+        if !self.embedded {
+            return Ok(());
+        }
+        embedded::coerce(&self.root, obj, &FieldPath::root(), drop_invalid)
+    }
+
     /// Applies the schema's `default`s as upstream's structural defaulting:
     /// nulls in non-nullable fields without a default are removed first;
     /// then absent fields of present objects, and nulls in non-nullable
@@ -167,9 +203,10 @@ impl CustomSchema {
         defaults::apply(&self.root, obj);
     }
 
-    /// Validates a whole object (create): OpenAPI, list types, then CEL
-    /// rules (see the module docs for the order and messages). ObjectMeta
-    /// rules (name, generateName, labels) are the caller's.
+    /// Validates a whole object (create): OpenAPI, embedded resources, list
+    /// types, then CEL rules (see the module docs for the order and
+    /// messages). The root's ObjectMeta rules (name, generateName, labels)
+    /// are the caller's; those of embedded resources are checked here.
     pub fn validate(&self, obj: &Value) -> ErrorList {
         self.run(obj, None)
     }
@@ -185,6 +222,10 @@ impl CustomSchema {
     fn run(&self, obj: &Value, old: Option<&Value>) -> ErrorList {
         let mut errs = ErrorList::default();
         validate::openapi(&self.root, obj, old, "", &mut errs);
+        // upstream `objectmeta.Validate`: not ratcheted, the same on update.
+        if self.embedded {
+            embedded::validate(&self.root, obj, &FieldPath::root(), &mut errs);
+        }
         validate::list_types(&self.root, obj, old, &FieldPath::root(), &mut errs);
         // upstream `hasBlockingErr`: errors that leave the object without
         // the shape (and size bounds) the rules were written for.

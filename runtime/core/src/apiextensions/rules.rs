@@ -300,8 +300,12 @@ fn typed(node: Option<&Node>, v: &Value) -> cel::Value {
     };
     match v {
         Value::Object(map) => {
+            // As Kubernetes' unstructured CEL values: in an object with
+            // properties, a null field is absent (`has()` is false).
+            let is_object = !node.properties.is_empty();
             let m: std::collections::HashMap<cel::objects::Key, cel::Value> = map
                 .iter()
+                .filter(|(_, item)| !(is_object && item.is_null()))
                 .map(|(k, item)| {
                     // Declared properties are seen under their CEL names
                     // (`namespace` as `__namespace__`, `a-b` as

@@ -883,3 +883,276 @@ fn gateway_api_mutations_fail_with_the_crd_messages() {
         "spec.listeners[0].tls.mode: Unsupported value: \"Bogus\": supported values: \"Terminate\", \"Passthrough\""
     );
 }
+
+// Embedded resources: apiextensions-apiserver `schema/objectmeta`
+// (validation.go `Validate` / `validateEmbeddedResource`, coerce.go and
+// algorithm.go `Coerce`), as of Kubernetes 1.33 (a missing apiVersion or
+// kind is `field.Required(..., "must not be empty")`; 1.34 dropped the
+// detail). The schema has a rule, so that, as upstream, `Required` errors
+// block CEL (`hasBlockingErr`); upstream has no CEL validator, and no
+// `<nil>` error, without rules.
+fn embedded_schema() -> CustomSchema {
+    let resource = json!({
+        "type": "object",
+        "x-kubernetes-embedded-resource": true,
+        "x-kubernetes-preserve-unknown-fields": true,
+    });
+    schema(json!({
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "true"}],
+        "properties": {
+            "template": resource,
+            "nested": {
+                "type": "object",
+                "x-kubernetes-embedded-resource": true,
+                "x-kubernetes-preserve-unknown-fields": true,
+                "properties": {"inner": resource},
+            },
+            "items": {"type": "array", "items": resource},
+            "byName": {"type": "object", "additionalProperties": resource},
+        },
+    }))
+}
+
+const NOT_CHECKED: &str = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
+// objectmeta TestValidate ("embedded", "nested", "items",
+// "additionalProperties"): apiVersion and kind are required in every
+// embedded resource the schema reaches, with `Child` / `Index` / `Key`
+// paths; metadata is not required.
+#[test]
+fn embedded_resources_require_api_version_and_kind() {
+    let s = embedded_schema();
+    let errs = s.validate(&obj(json!({
+        "template": {},
+        "nested": {"inner": {}},
+        "items": [{"apiVersion": "v1", "kind": "Pod"}, {}],
+        "byName": {"foo": {}},
+    })));
+    assert_eq!(
+        messages(&errs),
+        [
+            "spec.template.apiVersion: Required value: must not be empty",
+            "spec.template.kind: Required value: must not be empty",
+            "spec.nested.apiVersion: Required value: must not be empty",
+            "spec.nested.kind: Required value: must not be empty",
+            "spec.nested.inner.apiVersion: Required value: must not be empty",
+            "spec.nested.inner.kind: Required value: must not be empty",
+            "spec.items[1].apiVersion: Required value: must not be empty",
+            "spec.items[1].kind: Required value: must not be empty",
+            "spec.byName[foo].apiVersion: Required value: must not be empty",
+            "spec.byName[foo].kind: Required value: must not be empty",
+            NOT_CHECKED,
+        ]
+    );
+    assert_eq!(errs.0[0].type_.reason(), "FieldValueRequired");
+    // The root is the server's (isResourceRoot false); a null embedded
+    // value is not an object and is not checked.
+    let errs = s.validate(&json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod"}}}));
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+// validateEmbeddedResource: apiVersion must be a string, non-empty and
+// parse as a group-version (`schema.ParseGroupVersion`: "unexpected
+// GroupVersion string: %v"); kind must be a string, non-empty and a
+// DNS-1035 label once lowercased ("may have mixed case, but should
+// otherwise match: " + the IsDNS1035Label messages). field.Error shows a
+// number with %v and nil as "null".
+#[test]
+fn embedded_api_version_and_kind_values() {
+    let s = embedded_schema();
+    let dns1035 = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+    let errs = s.validate(&obj(json!({
+        "template": {"apiVersion": 1, "kind": "foo.bar-com"},
+        "items": [
+            {"apiVersion": "", "kind": ""},
+            {"apiVersion": "a/b/c", "kind": null},
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet"},
+        ],
+    })));
+    assert_eq!(
+        messages(&errs),
+        [
+            "spec.template.apiVersion: Invalid value: 1: must be a string".to_string(),
+            format!(
+                "spec.template.kind: Invalid value: \"foo.bar-com\": may have mixed case, but should otherwise match: {dns1035}"
+            ),
+            "spec.items[0].apiVersion: Invalid value: \"\": must not be empty".to_string(),
+            "spec.items[0].kind: Invalid value: \"\": must not be empty".to_string(),
+            "spec.items[1].apiVersion: Invalid value: \"a/b/c\": unexpected GroupVersion string: a/b/c"
+                .to_string(),
+            "spec.items[1].kind: Invalid value: \"null\": must be a string".to_string(),
+        ]
+    );
+    assert!(errs.iter().all(|e| e.type_.reason() == "FieldValueInvalid"));
+}
+
+// validateEmbeddedResource → metav1 validation ValidateObjectMeta with
+// path.ValidatePathSegmentName, requiresNamespace = namespace set, a
+// missing name replaced by "fakename"; objectmeta TestValidateEmbeddedResource
+// "invalid" (name "..", namespace "$$$", label and annotation "#").
+// Messages: apimachinery util/validation IsQualifiedName,
+// IsValidLabelValue, IsDNS1123Label (a valid subdomain: "must not contain
+// dots"), api/validation/path, ValidateNonnegativeField,
+// ValidateFinalizers.
+#[test]
+fn embedded_metadata_is_validated_as_object_meta() {
+    let s = embedded_schema();
+    let label = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+    let name_part = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    let value = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    let errs = s.validate(&obj(json!({
+        "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "..",
+            "namespace": "$$$",
+            "labels": {"#": "#"},
+            "annotations": {"#": "#"},
+        }},
+        "items": [
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "generateName": "a/",
+                "namespace": "a.b",
+                "generation": -1,
+                "labels": {"example.com/": "ok", "a/b/c": "ok", "fine": &"x".repeat(64)},
+                "finalizers": ["orphan", "foregroundDeletion"],
+            }},
+            // no name (not required here), a valid everything
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "generateName": "..",
+                "namespace": "default",
+                "labels": {"app.kubernetes.io/name": "web", "empty": ""},
+                "annotations": {"Example.com/Note": "anything at all"},
+            }},
+        ],
+    })));
+    assert_eq!(
+        messages(&errs),
+        [
+            "spec.template.metadata.name: Invalid value: \"..\": may not be '..'".to_string(),
+            format!("spec.template.metadata.namespace: Invalid value: \"$$$\": {label}"),
+            format!("spec.template.metadata.labels: Invalid value: \"#\": {name_part}"),
+            format!("spec.template.metadata.labels: Invalid value: \"#\": {value}"),
+            format!("spec.template.metadata.annotations: Invalid value: \"#\": {name_part}"),
+            "spec.items[0].metadata.generateName: Invalid value: \"a/\": may not contain '/'".to_string(),
+            "spec.items[0].metadata.namespace: Invalid value: \"a.b\": must not contain dots".to_string(),
+            "spec.items[0].metadata.generation: Invalid value: -1: must be greater than or equal to 0".to_string(),
+            format!(
+                "spec.items[0].metadata.labels: Invalid value: \"a/b/c\": a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                name_part.strip_prefix("name part ").unwrap_or_default()
+            ),
+            "spec.items[0].metadata.labels: Invalid value: \"example.com/\": name part must be non-empty".to_string(),
+            format!("spec.items[0].metadata.labels: Invalid value: \"example.com/\": {name_part}"),
+            format!(
+                "spec.items[0].metadata.labels: Invalid value: \"{}\": must be no more than 63 characters",
+                "x".repeat(64)
+            ),
+            "spec.items[0].metadata.finalizers: Invalid value: []string{\"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set".to_string(),
+        ]
+    );
+}
+
+// GetObjectMeta(x, false) (Go's encoding/json into metav1.ObjectMeta):
+// a type error is `field.Invalid(metadata, v, err.Error())`, v shown with
+// %#v; unknown fields and nulls are no errors.
+#[test]
+fn embedded_metadata_that_does_not_decode() {
+    let s = embedded_schema();
+    let errs = s.validate(&obj(json!({
+        "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": 1, "labels": {"a": 2}}},
+        "items": [
+            {"apiVersion": "v1", "kind": "Pod", "metadata": "x"},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"a": 2}}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"ownerReferences": [{"name": true}]}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": null, "unknown": 1, "labels": {"a": null}}},
+        ],
+    })));
+    assert_eq!(
+        messages(&errs),
+        [
+            "spec.template.metadata: Invalid value: map[string]interface {}{\"labels\":map[string]interface {}{\"a\":2}, \"name\":1}: json: cannot unmarshal number into Go struct field ObjectMeta.name of type string",
+            "spec.items[0].metadata: Invalid value: \"x\": json: cannot unmarshal string into Go value of type v1.ObjectMeta",
+            "spec.items[1].metadata: Invalid value: map[string]interface {}{\"labels\":map[string]interface {}{\"a\":2}}: json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string",
+            "spec.items[2].metadata: Invalid value: map[string]interface {}{\"ownerReferences\":[]interface {}{map[string]interface {}{\"name\":true}}}: json: cannot unmarshal bool into Go struct field OwnerReference.ownerReferences.name of type string",
+        ]
+    );
+}
+
+// The embedded checks are not ratcheted (the CR strategy's ValidateUpdate
+// calls objectmeta.Validate on the new object alone).
+#[test]
+fn embedded_errors_are_not_ratcheted() {
+    let s = embedded_schema();
+    let bad =
+        obj(json!({"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": ".."}}}));
+    let errs = s.validate_update(&bad, &bad);
+    assert_eq!(
+        messages(&errs),
+        ["spec.template.metadata.name: Invalid value: \"..\": may not be '..'"]
+    );
+}
+
+// algorithm.go Coerce: on a write (dropInvalidFields false) the first
+// non-string apiVersion/kind or undecodable metadata is refused; the
+// metadata is rewritten through ObjectMeta (SetObjectMeta: unknown fields
+// gone, a zero creationTimestamp removed). On a read of a stored object
+// (dropInvalidFields true) those fields are dropped instead
+// (GetObjectMeta's field-by-field decode), and a metadata that is not an
+// object passes through.
+#[test]
+fn embedded_resources_are_coerced() {
+    let s = embedded_schema();
+    let mut o = obj(json!({"template": {"apiVersion": "v1", "kind": 1}}));
+    let e = s.coerce(&mut o, false).expect_err("refused");
+    assert_eq!(
+        e.to_string(),
+        "spec.template.kind: Invalid value: 1: must be a string"
+    );
+    let mut o =
+        obj(json!({"items": [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": ["x"]}}]}));
+    let e = s.coerce(&mut o, false).expect_err("refused");
+    assert_eq!(
+        e.to_string(),
+        "spec.items[0].metadata: Invalid value: map[string]interface {}{\"name\":[]interface {}{\"x\"}}: json: cannot unmarshal array into Go struct field ObjectMeta.name of type string"
+    );
+
+    let mut o = obj(json!({"template": {"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "a", "creationTimestamp": null, "foo": "bar", "labels": {"k": "v"}},
+        "spec": {"kept": true}}}));
+    s.coerce(&mut o, false).expect("coerced");
+    assert_eq!(
+        o["spec"]["template"],
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "labels": {"k": "v"}}, "spec": {"kept": true}})
+    );
+    // The root's own metadata is not touched.
+    assert_eq!(o["metadata"], json!({"name": "a"}));
+
+    let mut o = obj(json!({
+        "template": {"apiVersion": 2, "kind": "Pod", "metadata": {"name": 1, "namespace": "ns", "foo": "bar"}},
+        "byName": {"k": {"apiVersion": "v1", "kind": false, "metadata": "not an object"}},
+    }));
+    s.coerce(&mut o, true).expect("dropped");
+    assert_eq!(
+        o["spec"],
+        json!({
+            "template": {"kind": "Pod", "metadata": {"namespace": "ns"}},
+            "byName": {"k": {"apiVersion": "v1", "metadata": "not an object"}},
+        })
+    );
+}
+
+// k8s.io/apiserver pkg/cel/common/values.go (unstructuredMap.Find): in an
+// object with properties, a null-valued (nullable) field is treated as
+// absent, so `has()` is false for it.
+#[test]
+fn cel_null_fields_of_objects_are_absent() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer", "nullable": true}},
+        "x-kubernetes-validations": [{"rule": "!has(self.a)", "message": "a is set"}],
+    }));
+    assert!(s.validate(&obj(json!({"a": null}))).is_empty());
+    assert_eq!(
+        messages(&s.validate(&obj(json!({"a": 1})))),
+        ["spec: Invalid value: \"object\": a is set"]
+    );
+}

@@ -6,7 +6,9 @@
 //! Conversion is `conversion.strategy: None` (the `apiVersion` is
 //! rewritten) or `Webhook`, through a [`Converter`] the server provides.
 //! Each served version has its structural schema ([`CustomSchema`]); a body
-//! is pruned and defaulted with the schema of its version, and keeps that
+//! is pruned, coerced (embedded resources' `apiVersion`, `kind` and
+//! `metadata`: refused when malformed in a request, dropped when read from
+//! storage) and defaulted with the schema of its version, and keeps that
 //! version as its `apiVersion` through the strategy (as upstream, a custom
 //! resource is validated in the version it was written in). Conversion
 //! between versions (`conversion.strategy: None`) rewrites `apiVersion`;
@@ -357,13 +359,27 @@ impl Shared {
                 restore_metadata(out, &object.metadata)?
             }
         };
+        // as upstream's schemaCoercingConverter (refusing)
+        state
+            .schema
+            .coerce(&mut value, false)
+            .map_err(coerce_error)?;
         state.schema.apply_defaults(&mut value);
         *object = Unstructured::from_json(value)?;
         Ok(())
     }
 
-    /// Prunes and defaults a body of `version` (the body keeps `version`).
-    fn decode(&self, version: &str, body: Value) -> Result<Unstructured, DecodeError> {
+    /// Prunes, coerces and defaults a body of `version` (the body keeps
+    /// `version`). `stored`: a stored object, whose malformed embedded
+    /// metadata is dropped rather than refused (upstream's storage decoder
+    /// has `dropInvalidMetadata`, for objects written before it validated
+    /// them).
+    fn decode(
+        &self,
+        version: &str,
+        body: Value,
+        stored: bool,
+    ) -> Result<Unstructured, DecodeError> {
         let state = self.version(version)?;
         let mut body = body;
         if !body.is_object() {
@@ -372,6 +388,10 @@ impl Shared {
             ));
         }
         state.schema.prune(&mut body);
+        state
+            .schema
+            .coerce(&mut body, stored)
+            .map_err(coerce_error)?;
         state.schema.apply_defaults(&mut body);
         let mut object = Unstructured::from_json(body)?;
         object.fields.insert(
@@ -389,6 +409,14 @@ impl Shared {
         self.convert(&mut object, version)?;
         object.to_json()
     }
+}
+
+/// A refusal of [`CustomSchema::coerce`] as a decoding error (the server
+/// answers it as upstream does a decoder's error: `400 <Kind> in version
+/// "v1" cannot be handled as a <Kind>: spec.template.kind: Invalid value:
+/// 1: must be a string`).
+fn coerce_error(e: Box<crate::validation::FieldError>) -> DecodeError {
+    DecodeError::Invalid(e.to_string())
 }
 
 /// A webhook's converted object with the original metadata but for labels
@@ -415,7 +443,11 @@ fn unstructured(object: &Object) -> Result<&Unstructured, DecodeError> {
 
 impl VersionCodec for CustomVersion {
     fn decode(&self, body: Value) -> Result<Value, DecodeError> {
-        self.shared.decode(self.version, body)?.to_json()
+        self.shared.decode(self.version, body, false)?.to_json()
+    }
+
+    fn decode_stored(&self, stored: Value) -> Result<Value, DecodeError> {
+        self.shared.decode(self.version, stored, true)?.to_json()
     }
 
     fn encode(&self, hub: &Value) -> Result<Value, DecodeError> {
@@ -424,7 +456,9 @@ impl VersionCodec for CustomVersion {
     }
 
     fn decode_object(&self, body: Value) -> Result<Object, DecodeError> {
-        self.shared.decode(self.version, body).map(Object::new)
+        self.shared
+            .decode(self.version, body, false)
+            .map(Object::new)
     }
 
     fn encode_object(&self, hub: &Object) -> Result<Value, DecodeError> {
@@ -850,6 +884,66 @@ mod tests {
             .expect("status");
         assert_eq!(status["spec"]["size"], 2, "/status ignores everything else");
         assert_eq!(status["status"]["ready"], true);
+    }
+
+    fn templated() -> Kind {
+        let mut def = definition();
+        def["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            ["template"] = json!({"type": "object", "x-kubernetes-embedded-resource": true,
+                "x-kubernetes-preserve-unknown-fields": true});
+        kind_from_definition(&def, None).expect("kind")
+    }
+
+    // apiextensions-apiserver: the request decoder coerces embedded
+    // resources refusing bad ones (customresource_handler.go
+    // unstructuredSchemaCoercer, dropInvalidMetadata false), the storage
+    // decoder drops them (dropInvalidMetadata true), and the strategy's
+    // Validate runs objectmeta.Validate (strategy.go).
+    #[test]
+    fn embedded_resources_are_coerced_on_decode_and_validated() {
+        let kind = templated();
+        let body = |template: Value| {
+            json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "a", "namespace": "ns"}, "spec": {"template": template}})
+        };
+        let refused = kind
+            .decode_object("v1", body(json!({"apiVersion": "v1", "kind": 7})))
+            .map(|_| ())
+            .expect_err("refused");
+        assert_eq!(
+            refused.to_string(),
+            "spec.template.kind: Invalid value: 7: must be a string"
+        );
+        let stored = kind
+            .from_storage(body(json!({"apiVersion": "v1", "kind": 7,
+                "metadata": {"name": "t", "labels": "bad", "foo": 1}})))
+            .expect("read");
+        assert_eq!(
+            stored["spec"]["template"],
+            json!({"apiVersion": "v1", "metadata": {"name": "t"}})
+        );
+
+        let hub = kind
+            .decode_object(
+                "v1",
+                body(json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "t", "labels": {"a": "-"}, "extra": true}})),
+            )
+            .expect("decoded");
+        let decoded = hub.to_value().expect("json");
+        assert_eq!(
+            decoded["spec"]["template"]["metadata"],
+            json!({"name": "t", "labels": {"a": "-"}})
+        );
+        let errs = kind.validate_create_object(&hub).expect("validated");
+        assert_eq!(
+            errs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "spec.template.metadata.labels: Invalid value: \"-\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+            ]
+        );
+        let errs = kind.validate_update(&decoded, &decoded).expect("validated");
+        assert_eq!(errs.len(), 1, "not ratcheted: {errs:?}");
     }
 
     /// Upper-cases `spec.size` on the way to v1beta1 (a webhook's work).

@@ -3,7 +3,8 @@
 //! installed into any Kubernetes cluster.
 //!
 //! The schema is the version's published OpenAPI schema (every declared
-//! validation rule, CEL rules, list types, defaults) made structural: `$ref`s
+//! validation rule, CEL rules, `one_of` / `at_most_one_of` unions as CEL
+//! rules, list types, defaults) made structural: `$ref`s
 //! inlined, `metadata` reduced to `type: object` as CRDs require,
 //! `apiVersion` and `kind` as strings, nullable types spelled with
 //! `nullable`, and a recursive type cut where it recurs (kept with

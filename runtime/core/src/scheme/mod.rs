@@ -57,6 +57,13 @@ pub trait VersionCodec: Send + Sync {
     /// Decodes a request body of this version into the hub's JSON form
     /// (defaulted).
     fn decode(&self, body: Value) -> Result<Value, DecodeError>;
+    /// Decodes an object read from storage in this version into the hub's
+    /// JSON form: [`VersionCodec::decode`] unless a codec reads stored
+    /// objects more leniently than request bodies (custom resources drop
+    /// malformed embedded metadata, as upstream's storage decoder does).
+    fn decode_stored(&self, stored: Value) -> Result<Value, DecodeError> {
+        self.decode(stored)
+    }
     /// Encodes a hub object given as JSON in this version (with
     /// `apiVersion` and `kind`).
     fn encode(&self, hub: &Value) -> Result<Value, DecodeError>;
@@ -617,7 +624,11 @@ impl Kind {
 
     /// Decodes an object read from storage into the hub form.
     pub fn from_storage(&self, stored: Value) -> Result<Value, DecodeError> {
-        self.decode(self.storage_version, stored)
+        let version = self.storage_version;
+        let ops = self
+            .version(version)
+            .ok_or_else(|| DecodeError::Invalid(format!("version {version} is not served")))?;
+        ops.codec.decode_stored(stored)
     }
 
     /// Runs the strategy's create validation.

@@ -9,7 +9,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+mod meta;
 pub mod rules;
+
+pub use meta::{TOTAL_ANNOTATION_SIZE_LIMIT, validate_object_meta};
 
 use crate::meta::StatusCause;
 
@@ -453,6 +456,12 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
         ));
     }
     if !label_ok(value) {
+        // Upstream `IsDNS1123Label`: a valid subdomain that is not a label
+        // (the length being checked) has dots.
+        if value.len() <= DNS1123_SUBDOMAIN_MAX && subdomain_ok(value) {
+            errs.push("must not contain dots".into());
+            return errs;
+        }
         errs.push("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into());
     }
     errs
@@ -467,6 +476,10 @@ fn label_ok(v: &str) -> bool {
         && b[b.len() - 1] != b'-'
 }
 
+fn subdomain_ok(v: &str) -> bool {
+    !v.is_empty() && v.split('.').all(label_ok)
+}
+
 /// Errors of a DNS-1123 subdomain (dot-separated labels, ≤ 253).
 pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
@@ -475,7 +488,7 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
             "must be no more than {DNS1123_SUBDOMAIN_MAX} characters"
         ));
     }
-    if value.is_empty() || !value.split('.').all(label_ok) {
+    if !subdomain_ok(value) {
         errs.push("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into());
     }
     errs
@@ -494,6 +507,114 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
         errs.push("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".into());
     }
     errs
+}
+
+const QUALIFIED_NAME_MAX: usize = 63;
+const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, the name part of a
+/// qualified name and a non-empty label value.
+fn qualified_part_ok(v: &str) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+}
+
+/// Upstream `RegexError`: the message, its examples and the expression.
+fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+    if examples.is_empty() {
+        return format!("{msg} (regex used for validation is '{fmt}')");
+    }
+    let quoted: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!(
+        "{msg} (e.g. {}regex used for validation is '{fmt}')",
+        quoted.join(" or ")
+    )
+}
+
+/// Errors of a qualified name (upstream `IsQualifiedName`): an optional
+/// DNS-1123 subdomain prefix and `/`, then a name of at most 63
+/// alphanumeric characters, `-`, `_` or `.` that starts and ends
+/// alphanumeric. Label keys, annotation keys (lowercased) and finalizers.
+pub fn is_qualified_name(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = value.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                for msg in is_dns1123_subdomain(prefix) {
+                    errs.push(format!("prefix part {msg}"));
+                }
+            }
+            *name
+        }
+        _ => {
+            errs.push(format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                regex_error(
+                    QUALIFIED_NAME_MSG,
+                    QUALIFIED_NAME_FMT,
+                    &["MyName", "my.name", "123-abc"]
+                )
+            ));
+            return errs;
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > QUALIFIED_NAME_MAX {
+        errs.push(format!(
+            "name part must be no more than {QUALIFIED_NAME_MAX} characters"
+        ));
+    }
+    if !qualified_part_ok(name) {
+        errs.push(format!(
+            "name part {}",
+            regex_error(
+                QUALIFIED_NAME_MSG,
+                QUALIFIED_NAME_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
+        ));
+    }
+    errs
+}
+
+/// Errors of a label value (upstream `IsValidLabelValue`): empty, or at
+/// most 63 characters of a qualified name's name part.
+pub fn is_valid_label_value(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > QUALIFIED_NAME_MAX {
+        errs.push(format!(
+            "must be no more than {QUALIFIED_NAME_MAX} characters"
+        ));
+    }
+    if !value.is_empty() && !qualified_part_ok(value) {
+        errs.push(regex_error(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            &format!("({QUALIFIED_NAME_FMT})?"),
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    errs
+}
+
+/// Errors of a name prefix that must be usable in a path segment once a
+/// suffix is appended (upstream `IsValidPathSegmentPrefix`: `.` and `..`
+/// are allowed, as a suffix follows).
+pub fn is_valid_path_segment_prefix(name: &str) -> Vec<String> {
+    ["/", "%"]
+        .iter()
+        .filter(|bad| name.contains(**bad))
+        .map(|bad| format!("may not contain '{bad}'"))
+        .collect()
 }
 
 /// Errors of a name that must be usable as a path segment.
@@ -528,6 +649,41 @@ mod tests {
         assert!(!is_dns1035_label("1v").is_empty());
         assert!(!is_dns1035_label("").is_empty());
         assert!(!is_dns1035_label("V1").is_empty());
+    }
+
+    // apimachinery util/validation IsDNS1123Label: a valid subdomain that
+    // is not a label "must not contain dots".
+    #[test]
+    fn dns_label_with_dots() {
+        assert_eq!(is_dns1123_label("a.b"), ["must not contain dots"]);
+        assert_eq!(is_dns1123_label("a..b").len(), 1);
+        assert_ne!(is_dns1123_label("a..b"), ["must not contain dots"]);
+    }
+
+    // IsQualifiedName / IsValidLabelValue.
+    #[test]
+    fn qualified_names_and_label_values() {
+        assert!(is_qualified_name("example.com/My_name.1").is_empty());
+        assert!(is_qualified_name("a").is_empty());
+        assert_eq!(is_qualified_name("/a"), ["prefix part must be non-empty"]);
+        let e = is_qualified_name("Bad_Prefix/a");
+        assert_eq!(e.len(), 1);
+        assert!(
+            e[0].starts_with("prefix part a lowercase RFC 1123 subdomain"),
+            "{e:?}"
+        );
+        assert_eq!(
+            is_qualified_name(&"a".repeat(64)),
+            ["name part must be no more than 63 characters"]
+        );
+        assert!(is_valid_label_value("").is_empty());
+        assert!(is_valid_label_value("a-b_c.d").is_empty());
+        assert_eq!(is_valid_label_value("-a").len(), 1);
+        assert!(is_valid_path_segment_prefix("..").is_empty());
+        assert_eq!(
+            is_valid_path_segment_prefix("a/%"),
+            ["may not contain '/'", "may not contain '%'"]
+        );
     }
 
     #[test]

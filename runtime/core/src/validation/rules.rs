@@ -20,6 +20,9 @@
 //! | `immutable` | `FieldValueInvalid` | `Invalid value: ...: field is immutable` |
 //! | `one_of` / `at_most_one_of` | `FieldValueInvalid` | `must specify exactly one of: `a`, `b`` |
 //! | `cel` | `FieldValueInvalid` | `Invalid value: "object": <message>` |
+//!
+//! Unions are also published as `x-kubernetes-validations` rules with the
+//! same messages ([`union_rules`], [`IsSet::cel_is_set`]).
 
 use std::sync::OnceLock;
 
@@ -56,6 +59,18 @@ number!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
 pub trait IsSet {
     /// True when the field holds a value.
     fn is_set(&self) -> bool;
+
+    /// The CEL condition, on the JSON object holding it as `self`, under
+    /// which field `field` of this type is set in the sense of
+    /// [`IsSet::is_set`] (present, and for strings, lists, maps, booleans
+    /// and numbers not empty, false or zero): what a CRD exported from the
+    /// kind checks for `one_of` / `at_most_one_of`.
+    fn cel_is_set(field: &str) -> String
+    where
+        Self: Sized,
+    {
+        format!("has(self.{field})")
+    }
 }
 
 impl<T> IsSet for Option<T> {
@@ -67,30 +82,48 @@ impl IsSet for String {
     fn is_set(&self) -> bool {
         !self.is_empty()
     }
+    fn cel_is_set(field: &str) -> String {
+        format!("(has(self.{field}) && self.{field} != '')")
+    }
 }
 impl IsSet for &str {
     fn is_set(&self) -> bool {
         !self.is_empty()
+    }
+    fn cel_is_set(field: &str) -> String {
+        format!("(has(self.{field}) && self.{field} != '')")
     }
 }
 impl<T> IsSet for Vec<T> {
     fn is_set(&self) -> bool {
         !self.is_empty()
     }
+    fn cel_is_set(field: &str) -> String {
+        format!("(has(self.{field}) && size(self.{field}) != 0)")
+    }
 }
 impl<K, V> IsSet for std::collections::BTreeMap<K, V> {
     fn is_set(&self) -> bool {
         !self.is_empty()
+    }
+    fn cel_is_set(field: &str) -> String {
+        format!("(has(self.{field}) && size(self.{field}) != 0)")
     }
 }
 impl<K, V, S> IsSet for std::collections::HashMap<K, V, S> {
     fn is_set(&self) -> bool {
         !self.is_empty()
     }
+    fn cel_is_set(field: &str) -> String {
+        format!("(has(self.{field}) && size(self.{field}) != 0)")
+    }
 }
 impl IsSet for bool {
     fn is_set(&self) -> bool {
         *self
+    }
+    fn cel_is_set(field: &str) -> String {
+        format!("(has(self.{field}) && self.{field})")
     }
 }
 impl IsSet for Value {
@@ -99,16 +132,20 @@ impl IsSet for Value {
     }
 }
 macro_rules! is_set_number {
-    ($($t:ty),*) => {$(
+    ($zero:literal: $($t:ty),*) => {$(
         impl IsSet for $t {
             #[allow(clippy::float_cmp)]
             fn is_set(&self) -> bool {
                 *self != (0 as $t)
             }
+            fn cel_is_set(field: &str) -> String {
+                format!(concat!("(has(self.{field}) && self.{field} != ", $zero, ")"), field = field)
+            }
         }
     )*};
 }
-is_set_number!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
+is_set_number!("0": i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+is_set_number!("0.0": f32, f64);
 
 fn trim_float(v: f64) -> String {
     let s = v.to_string();
@@ -228,11 +265,19 @@ pub fn immutable<T: PartialEq + Serialize>(
     }
 }
 
+/// The members of a union as its messages list them: `` `a`, `b` ``.
+fn union_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `one_of` (`exactly = true`) or `at_most_one_of` over sibling fields,
 /// given as `(json name, is set)`; errors are reported at `path` (the
 /// struct holding the members).
 pub fn union(errs: &mut ErrorList, path: &FieldPath, members: &[(&str, bool)], exactly: bool) {
-    let names: Vec<String> = members.iter().map(|(n, _)| format!("`{n}`")).collect();
+    let names = union_names(members.iter().map(|(n, _)| *n));
     let set: Vec<String> = members
         .iter()
         .filter(|(_, s)| *s)
@@ -242,15 +287,41 @@ pub fn union(errs: &mut ErrorList, path: &FieldPath, members: &[(&str, bool)], e
         errs.push(FieldError::invalid(
             path,
             "",
-            format!("must specify one of: {}", names.join(", ")),
+            format!("must specify one of: {names}"),
         ));
     } else if set.len() > 1 {
         let which = if exactly { "exactly" } else { "at most" };
         errs.push(FieldError::invalid(
             path,
             format!("{{{}}}", set.join(", ")),
-            format!("must specify {which} one of: {}", names.join(", ")),
+            format!("must specify {which} one of: {names}"),
         ));
+    }
+}
+
+/// The `x-kubernetes-validations` rules of a union for the struct's
+/// published schema (and so for a CRD exported from the kind), given as
+/// `(json name, CEL condition of being set)` ([`IsSet::cel_is_set`]):
+/// they refuse what [`union`] refuses, with its messages (`one_of`: one
+/// rule for none set, one for more than one). A failed rule reports the
+/// struct's path as [`union`] does, with the CRD rules' bad value (the
+/// type, `"object"`).
+pub fn union_rules(members: &[(&str, String)], exactly: bool) -> Value {
+    let names = union_names(members.iter().map(|(n, _)| *n));
+    let count = members
+        .iter()
+        .map(|(_, set)| format!("({set} ? 1 : 0)"))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    if exactly {
+        serde_json::json!([
+            {"rule": format!("{count} != 0"), "message": format!("must specify one of: {names}")},
+            {"rule": format!("{count} <= 1"), "message": format!("must specify exactly one of: {names}")},
+        ])
+    } else {
+        serde_json::json!([
+            {"rule": format!("{count} <= 1"), "message": format!("must specify at most one of: {names}")},
+        ])
     }
 }
 
