@@ -1,7 +1,9 @@
 //! The conversion webhook of a CustomResourceDefinition
 //! (`conversion.strategy: Webhook`): a `ConversionReview` POSTed to the
 //! definition's `clientConfig` (`url`, or a `service` reference resolved as
-//! `https://<name>.<namespace>.svc:<port><path>`), trusting its `caBundle`,
+//! `https://<name>.<namespace>.svc:<port><path>`, as the generic apiserver's
+//! default service resolver does: the name cluster DNS gives the service),
+//! trusting its `caBundle`,
 //! in the first of `conversionReviewVersions` the server speaks (`v1`,
 //! `v1beta1`), as upstream's webhook converter.
 //!
@@ -135,6 +137,31 @@ impl Converter for WebhookConverter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `service` reference is called at the service's cluster DNS name,
+    /// as the generic apiserver's default service resolver builds it (port
+    /// 443 unless given); its serving certificate is checked for that name.
+    #[test]
+    fn service_references_resolve_to_cluster_dns_names() {
+        let key = rcgen::KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
+        let ca = rcgen::CertificateParams::new(Vec::<String>::new())
+            .and_then(|p| p.self_signed(&key))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ca = base64::engine::general_purpose::STANDARD.encode(ca.pem());
+        let crd = |service: Value| {
+            json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+                "clientConfig": {"service": service, "caBundle": ca},
+                "conversionReviewVersions": ["v1"]}}}})
+        };
+        let c = WebhookConverter::for_definition(&crd(
+            json!({"namespace": "webhooks", "name": "conv", "path": "/convert", "port": 8443}),
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.client.url(), "https://conv.webhooks.svc:8443/convert");
+        let c = WebhookConverter::for_definition(&crd(json!({"namespace": "ns", "name": "c"})))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.client.url(), "https://c.ns.svc:443/");
+    }
 
     #[test]
     fn review_versions_are_negotiated() {
