@@ -35,7 +35,8 @@
 //!    `Too many`): then, as upstream, one
 //!    `<nil>: Invalid value: null: some validation rules were not checked
 //!    because the object was invalid; correct the existing errors to
-//!    complete validation` stands for them.
+//!    complete validation` stands for them (only in a schema that has
+//!    rules: upstream has no CEL validator otherwise).
 //!
 //! On update, errors on values equal to the old value at the same place
 //! (objects by key, `map` lists by their keys, `set` lists by value) are
@@ -143,6 +144,9 @@ pub struct CustomSchema {
     /// Whether any node below the root is an embedded resource (the
     /// embedded passes are skipped otherwise).
     embedded: bool,
+    /// Whether any node has `x-kubernetes-validations` (upstream has no CEL
+    /// validator otherwise, and reports no unchecked rules).
+    rules: bool,
 }
 
 impl CustomSchema {
@@ -157,7 +161,12 @@ impl CustomSchema {
     pub fn from_json(schema: &Value) -> Result<CustomSchema, String> {
         let root = schema::parse(schema, "openAPIV3Schema", 0)?;
         let embedded = embedded::any_below(&root);
-        Ok(CustomSchema { root, embedded })
+        let rules = rules::any(&root);
+        Ok(CustomSchema {
+            root,
+            embedded,
+            rules,
+        })
     }
 
     /// Removes the fields the schema does not know, as upstream's
@@ -239,7 +248,9 @@ impl CustomSchema {
                     | ErrorType::TypeInvalid
             )
         });
-        if blocking {
+        if !self.rules {
+            // No rules: nothing left unchecked.
+        } else if blocking {
             errs.push(FieldError::invalid(
                 "<nil>",
                 Value::Null,

@@ -350,6 +350,16 @@ fn typed(node: Option<&Node>, v: &Value) -> cel::Value {
     }
 }
 
+/// Whether `node` or any node below it has rules (upstream's
+/// `hasXValidations`).
+pub(crate) fn any(node: &Node) -> bool {
+    !node.rules.is_empty()
+        || node.properties.values().any(any)
+        || node.additional.schema().is_some_and(any)
+        || node.items.as_deref().is_some_and(any)
+        || node.checks.all_of.iter().any(any)
+}
+
 /// Evaluates the rules of `node` on `value`, then those below it, within
 /// one request's cost budget (upstream's `RuntimeCELCostBudget`).
 /// `old` is the correlated old value (updates); the rules that are not
