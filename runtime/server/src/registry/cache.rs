@@ -799,7 +799,9 @@ const SLAB_BYTES: usize = 32 * 1024;
 /// up to its allocator size class. In slabs they take what they need. A
 /// slab is freed when the last object holding a slice of it is (replaced,
 /// deleted, or out of the event window): a later write allocates the new
-/// encoding on its own, as before.
+/// encoding on its own, as before. Slabs thus never hold more than the load
+/// allocated, however the objects change afterwards (at worst a 32 KiB slab
+/// kept for one unchanged object).
 fn pack(mut batch: Vec<CachedObject>) -> Vec<CachedObject> {
     let total: usize = batch.iter().map(CachedObject::primary_len).sum();
     if batch.len() < 2 || total == 0 {
