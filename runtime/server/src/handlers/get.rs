@@ -13,19 +13,30 @@ use crate::error::ApiResult;
 pub(super) async fn get(ctx: &Ctx<'_>) -> ApiResult<Response> {
     let rv = resource_version_param(ctx.query)?;
     let (format, target) = ctx.negotiate(false)?;
-    if format == Format::Json
-        && matches!(target, Target::Object)
-        && let Some(cached) = ctx
+    if format == Format::Json && matches!(target, Target::Object) {
+        match ctx
             .store
             .get_shared(&ctx.ri.namespace, &ctx.ri.name, rv)
             .await?
-    {
-        let body = shared_encoding(ctx, &cached)?;
-        return Ok(crate::request::response::bytes_response(
-            StatusCode::OK,
-            "application/json",
-            body,
-        ));
+        {
+            Some(cached) => {
+                let body = shared_encoding(ctx, &cached)?;
+                return Ok(crate::request::response::bytes_response(
+                    StatusCode::OK,
+                    "application/json",
+                    body,
+                ));
+            }
+            // No cache, or a consistent read found it behind: storage
+            // answers (without waiting for the cache a second time).
+            None => {
+                let hub = ctx
+                    .store
+                    .get_from_storage(&ctx.ri.namespace, &ctx.ri.name)
+                    .await?;
+                return ctx.object_response(StatusCode::OK, &hub);
+            }
+        }
     }
     let hub = ctx.store.get(&ctx.ri.namespace, &ctx.ri.name, rv).await?;
     ctx.object_response(StatusCode::OK, &hub)

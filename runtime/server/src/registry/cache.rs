@@ -528,6 +528,25 @@ impl WatchCache {
         }
     }
 
+    /// Waits, as a consistent read must, until the cache has caught up with
+    /// the backend's current revision. `false` when it has not within the
+    /// freshness timeout: the caller then reads from storage instead (as
+    /// kube-apiserver falls back to etcd when its cache is not fresh in
+    /// time), and the reflector is asked to re-list in case its backend
+    /// watch stopped reporting progress.
+    pub async fn caught_up(&self) -> ApiResult<bool> {
+        let current = self.storage.current_revision().await?;
+        match self.wait_for(current).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.code() == 504 => {
+                tracing::warn!(prefix = %self.prefix, revision = current, "watch cache behind; reading from storage and re-listing");
+                self.resync.notify_one();
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// A snapshot of the current state (after the needed wait).
     pub fn snapshot(&self) -> Snapshot {
         let s = read(&self.state);

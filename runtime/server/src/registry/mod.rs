@@ -486,6 +486,12 @@ impl Store {
                 cached.object().map_err(Status::internal)?,
             ));
         }
+        self.get_from_storage(namespace, name).await
+    }
+
+    /// Reads the current state of one object from storage, past the watch
+    /// cache.
+    pub async fn get_from_storage(&self, namespace: &str, name: &str) -> ApiResult<Value> {
         match self.storage.get(&self.key(namespace, name), 0).await? {
             Some(kv) => self.decode(&kv),
             None => Err(self.not_found(name)),
@@ -493,7 +499,9 @@ impl Store {
     }
 
     /// Reads one object from the watch cache, sharing the cached object
-    /// (and its encodings); `None` when the store has no cache.
+    /// (and its encodings); `None` when the store has no cache, or when a
+    /// consistent read finds the cache behind (read storage then:
+    /// [`Store::get_from_storage`]).
     pub async fn get_shared(
         &self,
         namespace: &str,
@@ -504,7 +512,11 @@ impl Store {
             return Ok(None);
         };
         match resource_version {
-            None => cache.wait_consistent().await?,
+            None => {
+                if !cache.caught_up().await? {
+                    return Ok(None);
+                }
+            }
             Some(rv) => cache.wait_for(rv).await?,
         }
         match cache.snapshot().get(&self.key(namespace, name)) {
@@ -571,7 +583,12 @@ impl Store {
             }
             None => {
                 match params.resource_version {
-                    None => cache.wait_consistent().await?,
+                    // Behind after the wait: storage answers.
+                    None => {
+                        if !cache.caught_up().await? {
+                            return Ok(None);
+                        }
+                    }
                     Some(0) => cache.wait_for(0).await?,
                     Some(rv) if params.exact || params.limit > 0 => {
                         cache.wait_for(rv).await?;

@@ -698,3 +698,46 @@ fn same_object_ignores_only_the_resource_version() {
     ));
     assert!(!same_object(&json!({"metadata": {"name": "a"}}), &old));
 }
+
+/// A consistent read whose cache does not catch up within the freshness
+/// timeout is answered from storage (kube-apiserver's fallback to etcd),
+/// not with 504.
+#[tokio::test]
+async fn consistent_reads_fall_back_to_storage_when_the_cache_is_behind() {
+    let f = fixture(CacheOptions {
+        freshness_timeout: Duration::from_millis(100),
+        ..Default::default()
+    });
+    f.store
+        .create("", hub(&f.store, ns("n0", json!({}))), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        f.store
+            .list(None, &ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    // The cache stops following storage; the next write is not in it.
+    let cache = f.store.cache().unwrap().clone();
+    cache.stop();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    f.store
+        .create("", hub(&f.store, ns("n1", json!({}))), false)
+        .await
+        .unwrap();
+    let list = f.store.list(None, &ListParams::default()).await.unwrap();
+    let names: Vec<String> = list.items.iter().map(name).collect();
+    assert_eq!(names, ["n0", "n1"]);
+    assert_eq!(
+        list.resource_version,
+        f.storage.current_revision().await.unwrap()
+    );
+    let got = f.store.get("", "n1", None).await.unwrap();
+    assert_eq!(name(&got), "n1");
+    // Reads that accept any state still come from the cache.
+    assert!(f.store.get("", "n1", Some(0)).await.is_err());
+}
