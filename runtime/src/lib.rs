@@ -28,7 +28,8 @@
 //!    etcd3).
 //! 3. **`apiforge-server`** (feature `server`): everything that serves.
 //!    - [`admission`]: the admission chain (mutating then validating
-//!      plugins) and the built-in `NamespaceLifecycle` plugin.
+//!      plugins), the built-in `NamespaceLifecycle` plugin, and typed
+//!      in-process hooks on a kind's Rust type (`TypedAdmission`).
 //!    - [`authn`]: who makes a request — client certificates, tokens,
 //!      anonymous — and impersonation; [`authz`]: what they may do —
 //!      AlwaysAllow, AlwaysDeny, ABAC, Webhook, RBAC — and the request guard.

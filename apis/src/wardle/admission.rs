@@ -2,14 +2,19 @@
 //! apiserver's `pkg/admission/plugin/banflunder`): a Flunder may not be
 //! created with a name that any Fischer lists in `disallowedFlunders`.
 //!
-//! Register it with
+//! It is a typed in-process plugin: an asynchronous mutating hook on the
+//! internal [`Flunder`] (the sample's `Admit`), which lists Fischers through
+//! the admission context's lookup. Register it with
 //! `AdmissionRegistry::register(apiforge_apis::wardle::admission::ban_flunder(), true)`.
 #![cfg(feature = "server")]
 
-use apiforge_runtime::admission::{Attributes, Context, Error, Operation, Plugin, async_trait};
+use apiforge_runtime::admission::{
+    Attributes, BoxFuture, Context, Denial, Operation, TypedAdmission,
+};
 use serde_json::Value;
 
 use super::GROUP;
+use super::internal::Flunder;
 
 /// The plugin's name, as `--enable-admission-plugins` spells it.
 pub const BAN_FLUNDER: &str = "BanFlunder";
@@ -17,15 +22,13 @@ pub const BAN_FLUNDER: &str = "BanFlunder";
 /// The version whose Fischers are read (the only one serving them).
 const FISCHER_VERSION: &str = "v1alpha1";
 
-/// The `BanFlunder` plugin: mutating (like the sample's `Admit`), CREATE
-/// only, for `wardle.example.com` Flunders in any version. When Fischers
-/// are not served it allows everything.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BanFlunder;
-
-/// The `BanFlunder` plugin, ready to register.
-pub fn ban_flunder() -> impl Plugin {
-    BanFlunder
+/// The `BanFlunder` plugin, ready to register: mutating (like the sample's
+/// `Admit`), CREATE only, for `wardle.example.com` Flunders in any version.
+/// When Fischers are not served it allows everything.
+pub fn ban_flunder() -> TypedAdmission<Flunder> {
+    TypedAdmission::<Flunder>::new(BAN_FLUNDER)
+        .operations([Operation::Create])
+        .mutate_async(ban)
 }
 
 fn disallows(fischer: &Value, name: &str) -> bool {
@@ -35,23 +38,16 @@ fn disallows(fischer: &Value, name: &str) -> bool {
         .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(name)))
 }
 
-#[async_trait]
-impl Plugin for BanFlunder {
-    fn name(&self) -> &str {
-        BAN_FLUNDER
-    }
-
-    fn handles(&self, operation: Operation) -> bool {
-        operation == Operation::Create
-    }
-
-    fn handles_group(&self, group: &str) -> bool {
-        group == GROUP
-    }
-
-    async fn admit(&self, attrs: &mut Attributes, ctx: &Context) -> Result<(), Error> {
+/// Refuses a Flunder whose name a Fischer disallows.
+fn ban<'a>(
+    flunder: &'a mut Flunder,
+    _attrs: &'a Attributes,
+    ctx: &'a Context,
+) -> BoxFuture<'a, Result<(), Denial>> {
+    Box::pin(async move {
         // A Flunder with only generateName has no name yet: never banned.
-        if !attrs.is_kind(GROUP, "Flunder") || attrs.name.is_empty() {
+        let name = flunder.metadata.name.as_str();
+        if name.is_empty() {
             return Ok(());
         }
         let Some(fischers) = ctx
@@ -61,16 +57,13 @@ impl Plugin for BanFlunder {
         else {
             return Ok(());
         };
-        if fischers.iter().any(|f| disallows(f, &attrs.name)) {
-            return Err(Error::forbidden_named(
-                &attrs.group,
-                &attrs.resource,
-                &attrs.name,
+        if fischers.iter().any(|f| disallows(f, name)) {
+            return Err(Denial::forbidden(
                 "this name may not be used, please change the resource name",
             ));
         }
         Ok(())
-    }
+    })
 }
 
 #[cfg(test)]
@@ -78,7 +71,7 @@ mod tests {
     use std::future::Future;
     use std::sync::Arc;
 
-    use apiforge_runtime::admission::{Chain, Lookup, Plugins};
+    use apiforge_runtime::admission::{Chain, Lookup, Plugin, Plugins, async_trait};
     use apiforge_runtime::error::ApiResult;
     use serde_json::json;
 
@@ -131,7 +124,7 @@ mod tests {
     }
 
     fn chain(fischers: Option<Vec<Value>>) -> Chain {
-        let plugins: Plugins = [Arc::new(BanFlunder) as Arc<dyn Plugin>]
+        let plugins: Plugins = [Arc::new(ban_flunder()) as Arc<dyn Plugin>]
             .into_iter()
             .collect();
         Chain::new(plugins, Arc::new(FakeLookup(fischers)))

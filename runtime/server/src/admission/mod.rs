@@ -14,10 +14,15 @@
 //! select the enabled set with [`AdmissionRegistry::select`]. Plugins read
 //! other objects through a [`Lookup`] (the registry's stores, served from the
 //! watch cache), handed to them in the [`Context`].
+//!
+//! A group author who wants a webhook's power without its HTTP hop writes
+//! typed hooks on a kind's Rust type and registers them as a
+//! [`TypedAdmission`] plugin (see [`typed`]).
 
 pub mod namespace_lifecycle;
 #[cfg(test)]
 mod tests;
+pub mod typed;
 
 use std::fmt;
 use std::sync::Arc;
@@ -29,6 +34,7 @@ use apiforge_core::meta::{Status, StatusCause, StatusDetails};
 
 pub use async_trait::async_trait;
 pub use namespace_lifecycle::NamespaceLifecycle;
+pub use typed::{BoxFuture, Denial, TypedAdmission};
 
 /// The operation being admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -520,3 +520,234 @@ async fn store_lookup_encodes_in_the_requested_version() {
             .is_none()
     );
 }
+
+// --- Typed admission ---
+
+/// Widgets that record what the typed hooks saw, and reject names starting
+/// with `bad` (403) or a `spec.size` over 5 (422).
+fn typed_widgets(log: &Arc<Mutex<Vec<String>>>) -> TypedAdmission<Widget> {
+    let seen = log.clone();
+    TypedAdmission::<Widget>::new("TypedWidgets")
+        .mutate(|w, attrs| {
+            w.spec["stamped"] = json!(attrs.operation().as_str());
+            Ok(())
+        })
+        .validate(move |w, old, attrs| {
+            seen.lock().unwrap().push(format!(
+                "{} {} old={}",
+                attrs.operation(),
+                w.spec,
+                old.map_or("none".to_string(), |o| o.spec.to_string())
+            ));
+            if w.metadata.name.starts_with("bad") {
+                return Err(Denial::forbidden("no bad widgets"));
+            }
+            if w.spec["size"].as_i64().is_some_and(|s| s > 5) {
+                let mut errs = apiforge_core::validation::ErrorList::default();
+                errs.push(apiforge_core::validation::FieldError::invalid(
+                    "spec.size",
+                    w.spec["size"].clone(),
+                    "must be at most 5",
+                ));
+                return Err(Denial::invalid(errs));
+            }
+            Ok(())
+        })
+}
+
+#[tokio::test]
+async fn typed_mutation_is_stored_and_updates_get_the_old_object() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let plugin = typed_widgets(&log);
+    let f = fixture(move |r| {
+        r.register(plugin, true);
+    });
+    create_ns(&f, "ns").await;
+    let created = f
+        .widgets
+        .create(
+            "ns",
+            decode(
+                &f.widgets,
+                json!({"metadata": {"name": "w"}, "spec": {"size": 1}}),
+            ),
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(created["spec"], json!({"size": 1, "stamped": "CREATE"}));
+    let mut w = f.widgets.get("ns", "w", None).await.unwrap();
+    assert_eq!(w["spec"], json!({"size": 1, "stamped": "CREATE"}));
+
+    w["spec"] = json!({"size": 2});
+    f.widgets.update("ns", "w", w, false).await.unwrap();
+    let w = f.widgets.get("ns", "w", None).await.unwrap();
+    assert_eq!(w["spec"], json!({"size": 2, "stamped": "UPDATE"}));
+    assert_eq!(
+        *log.lock().unwrap(),
+        strings(&[
+            r#"CREATE {"size":1,"stamped":"CREATE"} old=none"#,
+            r#"UPDATE {"size":2,"stamped":"UPDATE"} old={"size":1,"stamped":"CREATE"}"#,
+        ])
+    );
+}
+
+#[tokio::test]
+async fn typed_denials_become_forbidden_or_invalid_statuses() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let plugin = typed_widgets(&log);
+    let f = fixture(move |r| {
+        r.register(plugin, true);
+    });
+    create_ns(&f, "ns").await;
+    let err = f
+        .widgets
+        .create("ns", decode(&f.widgets, widget("bad-one")), false)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        serde_json::to_value(&*err.0).unwrap(),
+        json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+               "message":"widgets.test.example.com \"bad-one\" is forbidden: no bad widgets",
+               "reason":"Forbidden",
+               "details":{"name":"bad-one","group":"test.example.com","kind":"widgets"},
+               "code":403})
+    );
+    let err = f
+        .widgets
+        .create(
+            "ns",
+            decode(
+                &f.widgets,
+                json!({"metadata": {"name": "big"}, "spec": {"size": 7}}),
+            ),
+            false,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        serde_json::to_value(&*err.0).unwrap(),
+        json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+               "message":"Widget.test.example.com \"big\" is invalid: spec.size: Invalid value: 7: must be at most 5",
+               "reason":"Invalid",
+               "details":{"name":"big","group":"test.example.com","kind":"Widget",
+                          "causes":[{"reason":"FieldValueInvalid","message":"Invalid value: 7: must be at most 5","field":"spec.size"}]},
+               "code":422})
+    );
+    for name in ["bad-one", "big"] {
+        assert_eq!(
+            f.widgets.get("ns", name, None).await.unwrap_err().code(),
+            404
+        );
+    }
+}
+
+#[tokio::test]
+async fn typed_hooks_skip_other_kinds_operations_and_subresources() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let chain = Chain::new(
+        [Arc::new(typed_widgets(&log).operations([Operation::Create])) as Arc<dyn Plugin>]
+            .into_iter()
+            .collect(),
+        Arc::new(NoLookup),
+    );
+    assert!(chain.wants(Operation::Create, "test.example.com"));
+    assert!(!chain.wants(Operation::Update, "test.example.com"));
+    assert!(!chain.wants(Operation::Delete, "test.example.com"));
+    assert!(!chain.wants(Operation::Create, ""));
+    // Not a Widget (and not decodable as one): untouched, allowed.
+    let body = json!({"metadata": "not an object", "spec": 1});
+    for (group, kind, subresource) in [
+        ("test.example.com", "Gadget", ""),
+        ("other.example.com", "Widget", ""),
+        ("test.example.com", "Widget", "status"),
+    ] {
+        let mut attrs = Attributes {
+            operation: Some(Operation::Create),
+            group: group.into(),
+            kind: kind.into(),
+            subresource: subresource.into(),
+            name: "bad".into(),
+            object: Some(body.clone()),
+            ..Default::default()
+        };
+        chain.admit(&mut attrs).await.unwrap();
+        chain.validate(&attrs).await.unwrap();
+        assert_eq!(attrs.object, Some(body.clone()));
+    }
+    // A delete has no object for typed hooks.
+    let mut attrs = Attributes {
+        operation: Some(Operation::Delete),
+        group: "test.example.com".into(),
+        kind: "Widget".into(),
+        name: "bad".into(),
+        ..Default::default()
+    };
+    chain.admit(&mut attrs).await.unwrap();
+    chain.validate(&attrs).await.unwrap();
+    assert!(log.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn typed_decode_failures_are_internal_errors() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let chain = Chain::new(
+        [Arc::new(typed_widgets(&log)) as Arc<dyn Plugin>]
+            .into_iter()
+            .collect(),
+        Arc::new(NoLookup),
+    );
+    let mut attrs = Attributes {
+        operation: Some(Operation::Update),
+        group: "test.example.com".into(),
+        kind: "Widget".into(),
+        resource: "widgets".into(),
+        name: "w".into(),
+        object: Some(json!({"metadata": "not an object"})),
+        ..Default::default()
+    };
+    let err = chain.admit(&mut attrs).await.unwrap_err();
+    assert_eq!(err.code(), 500);
+    assert!(
+        err.0.message.starts_with(
+            "Internal error occurred: admission plugin TypedWidgets: the object is not a Widget: "
+        ),
+        "{}",
+        err.0.message
+    );
+    // A good object with an undecodable old one.
+    attrs.object = Some(widget("w"));
+    attrs.old_object = Some(json!({"metadata": 1}));
+    let err = chain.validate(&attrs).await.unwrap_err();
+    assert_eq!(err.code(), 500);
+    assert!(err.0.message.contains("the old object is not a Widget"));
+    assert!(log.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn typed_async_hooks_read_other_objects() {
+    let f = fixture(|r| {
+        r.register(
+            TypedAdmission::<Widget>::new("NamespaceUid").mutate_async(|w, attrs, ctx| {
+                Box::pin(async move {
+                    let ns = ctx
+                        .lookup()
+                        .get("", "v1", "namespaces", "", &attrs.namespace, true)
+                        .await?
+                        .ok_or_else(|| Denial::forbidden("no namespace"))?;
+                    w.spec["namespaceUid"] = ns["metadata"]["uid"].clone();
+                    Ok(())
+                })
+            }),
+            true,
+        );
+    });
+    create_ns(&f, "ns").await;
+    let ns = f.namespaces.get("", "ns", None).await.unwrap();
+    let created = f
+        .widgets
+        .create("ns", decode(&f.widgets, widget("w")), false)
+        .await
+        .unwrap();
+    assert_eq!(created["spec"]["namespaceUid"], ns["metadata"]["uid"]);
+}
