@@ -1,7 +1,7 @@
 //! `admissionregistration.k8s.io/v1` webhook configurations as stored API
 //! objects, end to end with kube-rs: a valid configuration is created with
 //! upstream's defaults filled in, and bad webhook URLs get upstream's 422
-//! Status.
+//! Status; `kubectl get` shows NAME, WEBHOOKS and AGE.
 
 mod common;
 
@@ -68,6 +68,23 @@ async fn webhook_configurations_are_stored_defaulted_and_validated() {
     assert_eq!(rules[0].scope.as_deref(), Some("*"));
     let got = vwcs.get("good").await.expect("get");
     assert_eq!(got.webhooks, created.webhooks);
+
+    // `kubectl get` prints upstream's columns: NAME, WEBHOOKS, AGE.
+    let out =
+        common::kubectl::Kubectl::new(&server).ok(&["get", "validatingwebhookconfigurations"]);
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "WEBHOOKS", "AGE"], "{out}");
+    let row: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(row.get(..2), Some(&["good", "1"][..]), "{out}");
 
     // `http://`: upstream's ValidateWebhookURL message.
     let s = api_status(
