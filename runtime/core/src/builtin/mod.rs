@@ -1,9 +1,11 @@
 //! The runtime's own API groups, declared with the same macros as user
 //! groups: core `v1` (Namespace, ConfigMap, Secret) and
 //! `rbac.authorization.k8s.io/v1`, `coordination.k8s.io/v1` (Lease),
-//! `flowcontrol.apiserver.k8s.io/v1` and `apiextensions.k8s.io/v1`
-//! (CustomResourceDefinition).
+//! `flowcontrol.apiserver.k8s.io/v1`, `apiextensions.k8s.io/v1`
+//! (CustomResourceDefinition) and `admissionregistration.k8s.io/v1`
+//! (the webhook configurations).
 
+pub mod admissionregistration_v1;
 pub mod apiextensions_v1;
 pub mod coordination_v1;
 pub mod core_v1;
@@ -20,4 +22,5 @@ pub fn install(scheme: &mut Scheme) {
     coordination_v1::install(scheme);
     flowcontrol_v1::install(scheme);
     apiextensions_v1::install(scheme);
+    admissionregistration_v1::install(scheme);
 }

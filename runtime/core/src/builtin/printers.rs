@@ -90,6 +90,30 @@ pub static NAMESPACE: TablePrinter = TablePrinter {
     },
 };
 
+/// MutatingWebhookConfiguration and ValidatingWebhookConfiguration: NAME,
+/// WEBHOOKS (how many), AGE.
+pub static WEBHOOK_CONFIGURATION: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        PrinterColumn {
+            name: "Webhooks",
+            type_: "integer",
+            json_path: "",
+            priority: 0,
+            description: "Webhooks indicates the number of webhooks registered in this configuration",
+            format: "",
+        },
+        AGE,
+    ],
+    cells: |obj| {
+        let count = obj
+            .get("webhooks")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        vec![name(obj), json!(count), age(obj)]
+    },
+};
+
 fn string_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
     path.iter()
         .try_fold(obj, |v, k| v.get(k))
