@@ -11,7 +11,7 @@
 //! validating plugins run (on the final object, just before the write), in
 //! the order of registration of the plugin among the others.
 //!
-//! ```ignore
+//! ```text
 //! use apiforge_runtime::admission::{Denial, Operation, TypedAdmission};
 //!
 //! let plugin = TypedAdmission::<Flunder>::new("FlunderDefaults")
