@@ -341,20 +341,31 @@ fn review_versions(versions: &[String], require_recognized: bool, path: &FieldPa
     errs
 }
 
+/// A list of a rule that must not be empty, and where `*` stands alone
+/// (`if '*' is present, must not specify other <what>`).
+fn required_with_lone_wildcard(
+    values: &[String],
+    path: &FieldPath,
+    what: &str,
+    errs: &mut ErrorList,
+) {
+    if values.is_empty() {
+        errs.push(FieldError::required(path, ""));
+    }
+    if values.len() > 1 && values.iter().any(|v| v == "*") {
+        errs.push(FieldError::invalid(
+            path,
+            serde_json::json!(values),
+            format!("if '*' is present, must not specify other {what}"),
+        ));
+    }
+}
+
 /// `validateRuleWithOperations` (subresources allowed).
 fn rule_with_operations(rule: &RuleWithOperations, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::default();
     let ops = path.child("operations");
-    if rule.operations.is_empty() {
-        errs.push(FieldError::required(&ops, ""));
-    }
-    if rule.operations.len() > 1 && rule.operations.iter().any(|o| o == "*") {
-        errs.push(FieldError::invalid(
-            &ops,
-            serde_json::json!(rule.operations),
-            "if '*' is present, must not specify other operations",
-        ));
-    }
+    required_with_lone_wildcard(&rule.operations, &ops, "operations", &mut errs);
     for (i, op) in rule.operations.iter().enumerate() {
         if !OPERATIONS.contains(&op.as_str()) {
             errs.push(FieldError::not_supported(
@@ -365,27 +376,9 @@ fn rule_with_operations(rule: &RuleWithOperations, path: &FieldPath) -> ErrorLis
         }
     }
     let groups = path.child("apiGroups");
-    if rule.api_groups.is_empty() {
-        errs.push(FieldError::required(&groups, ""));
-    }
-    if rule.api_groups.len() > 1 && rule.api_groups.iter().any(|g| g == "*") {
-        errs.push(FieldError::invalid(
-            &groups,
-            serde_json::json!(rule.api_groups),
-            "if '*' is present, must not specify other API groups",
-        ));
-    }
+    required_with_lone_wildcard(&rule.api_groups, &groups, "API groups", &mut errs);
     let versions = path.child("apiVersions");
-    if rule.api_versions.is_empty() {
-        errs.push(FieldError::required(&versions, ""));
-    }
-    if rule.api_versions.len() > 1 && rule.api_versions.iter().any(|v| v == "*") {
-        errs.push(FieldError::invalid(
-            &versions,
-            serde_json::json!(rule.api_versions),
-            "if '*' is present, must not specify other API versions",
-        ));
-    }
+    required_with_lone_wildcard(&rule.api_versions, &versions, "API versions", &mut errs);
     for (i, v) in rule.api_versions.iter().enumerate() {
         if v.is_empty() {
             errs.push(FieldError::required(versions.index(i), ""));
