@@ -70,6 +70,12 @@ pub struct Metrics {
     pub flowcontrol_inqueue: IntGaugeVec,
     /// `apiserver_flowcontrol_current_executing_requests{priority_level,flow_schema}`.
     pub flowcontrol_executing: IntGaugeVec,
+    /// `apiserver_admission_webhook_admission_duration_seconds{name,type,operation,rejected}`.
+    pub webhook_duration: HistogramVec,
+    /// `apiserver_admission_webhook_rejection_count{name,type,operation,error_type,rejection_code}`.
+    pub webhook_rejections: IntCounterVec,
+    /// `apiserver_admission_webhook_fail_open_count{name,type}`.
+    pub webhook_fail_open: IntCounterVec,
 }
 
 fn build() -> Result<Metrics, prometheus::Error> {
@@ -167,6 +173,31 @@ fn build() -> Result<Metrics, prometheus::Error> {
         ),
         &flow_labels,
     )?;
+    let webhook_duration = HistogramVec::new(
+        HistogramOpts::new(
+            "apiserver_admission_webhook_admission_duration_seconds",
+            "Admission webhook latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).",
+        )
+        .buckets(vec![0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0]),
+        &["name", "type", "operation", "rejected"],
+    )?;
+    let webhook_rejections = IntCounterVec::new(
+        Opts::new(
+            "apiserver_admission_webhook_rejection_count",
+            "Admission webhook rejection count, identified by name and broken out for each admission type (validating or admit) and operation. Additional labels specify an error type (calling_webhook_error or apiserver_internal_error if an error occurred; no_error otherwise) and optionally a non-zero rejection code if the webhook rejects the request with an HTTP status code (honored by the apiserver when the code is greater or equal to 400). Codes greater than 600 are truncated to 600, to keep the metrics cardinality bounded.",
+        ),
+        &["name", "type", "operation", "error_type", "rejection_code"],
+    )?;
+    let webhook_fail_open = IntCounterVec::new(
+        Opts::new(
+            "apiserver_admission_webhook_fail_open_count",
+            "Admission webhook fail open count, identified by name and broken out for each admission type (validating or mutating).",
+        ),
+        &["name", "type"],
+    )?;
+    registry.register(Box::new(webhook_duration.clone()))?;
+    registry.register(Box::new(webhook_rejections.clone()))?;
+    registry.register(Box::new(webhook_fail_open.clone()))?;
     registry.register(Box::new(flowcontrol_dispatched.clone()))?;
     registry.register(Box::new(flowcontrol_rejected.clone()))?;
     registry.register(Box::new(flowcontrol_inqueue.clone()))?;
@@ -196,6 +227,9 @@ fn build() -> Result<Metrics, prometheus::Error> {
         flowcontrol_rejected,
         flowcontrol_inqueue,
         flowcontrol_executing,
+        webhook_duration,
+        webhook_rejections,
+        webhook_fail_open,
     })
 }
 

@@ -6,8 +6,15 @@
 //! webhook's serving certificate (`certificate-authority(-data)`;
 //! `insecure-skip-tls-verify` is not supported) and the client credentials
 //! (`client-certificate(-data)` + `client-key(-data)`, `token`,
-//! `tokenFile`). Every call opens a fresh HTTP/1.1 connection (no pool) and
-//! ends after the request timeout (30 s upstream).
+//! `tokenFile`). Calls go over HTTP/1.1 connections kept in a small pool
+//! per client (as Go's transport keeps idle connections), and end after the
+//! request timeout (30 s upstream).
+//!
+//! A client may dial somewhere other than its URL's host: an admission
+//! webhook's `service` reference is named `https://<name>.<namespace>.svc`
+//! (the name its certificate is verified against) but dialled at the
+//! address the service resolves to ([`Dial`]), resolved anew for each new
+//! connection.
 //!
 //! [`Client::post_json`] retries like upstream's `WithExponentialBackoff`
 //! with `DefaultShouldRetry`: transport errors, 429 and 5xx answers are
@@ -71,12 +78,29 @@ impl Error {
 /// `DefaultRequestTimeout`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Where a client connects: `(host, port)`, or why it cannot.
+pub type DialResult = Result<(String, u16), String>;
+
+/// Finds the address to dial for a client whose URL names a service
+/// rather than a host (see the module docs).
+pub trait Dial: Send + Sync {
+    /// The address to connect to now.
+    fn dial(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = DialResult> + Send + '_>>;
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<http_body_util::Full<Bytes>>;
+
+/// Idle connections kept per client.
+const POOL_SIZE: usize = 16;
+
 /// A webhook endpoint and the credentials to call it.
 pub struct Client {
     uri: http::Uri,
     tls: Option<tokio_rustls::TlsConnector>,
     bearer: Option<String>,
     timeout: Duration,
+    dial: Option<Arc<dyn Dial>>,
+    idle: std::sync::Mutex<Vec<Sender>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -177,6 +201,8 @@ impl Client {
             tls,
             bearer,
             timeout: DEFAULT_TIMEOUT,
+            dial: None,
+            idle: Default::default(),
         })
     }
 
@@ -201,7 +227,16 @@ impl Client {
             tls,
             bearer: None,
             timeout,
+            dial: None,
+            idle: Default::default(),
         })
+    }
+
+    /// This client, dialling the addresses `dial` finds instead of its
+    /// URL's host (which still names the server for TLS verification).
+    pub fn with_dial(mut self, dial: Arc<dyn Dial>) -> Self {
+        self.dial = Some(dial);
+        self
     }
 
     /// The webhook URL.
@@ -257,36 +292,10 @@ impl Client {
     }
 
     async fn exchange(&self, body: Bytes) -> Result<(http::StatusCode, Bytes), String> {
-        let host = self.uri.host().ok_or("no host")?.trim_matches(['[', ']']);
-        let port = self
-            .uri
-            .port_u16()
-            .unwrap_or(if self.tls.is_some() { 443 } else { 80 });
-        let tcp = tokio::net::TcpStream::connect((host, port))
-            .await
-            .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
-        match &self.tls {
-            None => self.send(TokioIo::new(tcp), body).await,
-            Some(tls) => {
-                let name = rustls_pki_types::ServerName::try_from(host.to_string())
-                    .map_err(|e| e.to_string())?;
-                let stream = tls
-                    .connect(name, tcp)
-                    .await
-                    .map_err(|e| format!("tls: {e}"))?;
-                self.send(TokioIo::new(stream), body).await
-            }
-        }
-    }
-
-    async fn send<I>(&self, io: I, body: Bytes) -> Result<(http::StatusCode, Bytes), String>
-    where
-        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    {
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
-            .await
-            .map_err(|e| e.to_string())?;
-        tokio::spawn(conn);
+        let mut sender = match self.idle_sender() {
+            Some(sender) => sender,
+            None => self.connect().await?,
+        };
         let path = self
             .uri
             .path_and_query()
@@ -313,7 +322,68 @@ impl Client {
             .await
             .map_err(|e| e.to_string())?
             .to_bytes();
+        self.put_idle(sender);
         Ok((code, body))
+    }
+
+    /// An idle connection that can take a request now.
+    fn idle_sender(&self) -> Option<Sender> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(sender) = idle.pop() {
+            if sender.is_ready() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    fn put_idle(&self, sender: Sender) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < POOL_SIZE {
+            idle.push(sender);
+        }
+    }
+
+    async fn connect(&self) -> Result<Sender, String> {
+        let name = self.uri.host().ok_or("no host")?.trim_matches(['[', ']']);
+        let default_port = if self.tls.is_some() { 443 } else { 80 };
+        let (host, port) = match &self.dial {
+            Some(dial) => dial.dial().await?,
+            None => (
+                name.to_string(),
+                self.uri.port_u16().unwrap_or(default_port),
+            ),
+        };
+        let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
+            .await
+            .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
+        let _ = tcp.set_nodelay(true);
+        match &self.tls {
+            None => Self::handshake(TokioIo::new(tcp)).await,
+            Some(tls) => {
+                let name = rustls_pki_types::ServerName::try_from(name.to_string())
+                    .map_err(|e| e.to_string())?;
+                let stream = tls
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| format!("tls: {e}"))?;
+                Self::handshake(TokioIo::new(stream)).await
+            }
+        }
+    }
+
+    async fn handshake<I>(io: I) -> Result<Sender, String>
+    where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        let (sender, conn) = hyper::client::conn::http1::handshake(io)
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::spawn(conn);
+        Ok(sender)
     }
 }
 

@@ -327,6 +327,33 @@ pub struct LabelSelector {
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
+impl LabelSelector {
+    /// Whether `labels` satisfy the selector (`metav1.LabelSelectorAsSelector`
+    /// then `Matches`): every `matchLabels` pair and every requirement
+    /// holds; the empty selector matches everything. An unknown operator
+    /// matches nothing (validation refuses such selectors on write).
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && self.match_expressions.iter().all(|r| {
+                let value = labels.get(&r.key);
+                match r.operator.as_str() {
+                    "In" => value.is_some_and(|v| r.values.contains(v)),
+                    "NotIn" => value.is_none_or(|v| !r.values.contains(v)),
+                    "Exists" => value.is_some(),
+                    "DoesNotExist" => value.is_none(),
+                    _ => false,
+                }
+            })
+    }
+
+    /// True for the empty selector (matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.match_labels.is_empty() && self.match_expressions.is_empty()
+    }
+}
+
 /// A label selector requirement is a selector that contains values, a key,
 /// and an operator that relates the key and values.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -19,10 +19,12 @@
 //! typed hooks on a kind's Rust type and registers them as a
 //! [`TypedAdmission`] plugin (see [`typed`]).
 
+pub mod matching;
 pub mod namespace_lifecycle;
 #[cfg(test)]
 mod tests;
 pub mod typed;
+pub mod webhook;
 
 use std::fmt;
 use std::sync::Arc;
@@ -76,6 +78,8 @@ pub struct UserInfo {
     pub uid: String,
     /// The user's groups.
     pub groups: Vec<String>,
+    /// What else the authenticator said about the user.
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl From<crate::request::user::UserInfo> for UserInfo {
@@ -84,7 +88,19 @@ impl From<crate::request::user::UserInfo> for UserInfo {
             username: u.name,
             uid: u.uid,
             groups: u.groups,
+            extra: u.extra,
         }
+    }
+}
+
+/// The kind's codec, for plugins that need an object in a particular
+/// version (webhooks are called with versioned objects, not the hub form).
+#[derive(Clone)]
+pub struct Codec(pub Arc<apiforge_core::scheme::Kind>);
+
+impl fmt::Debug for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Codec")
     }
 }
 
@@ -118,6 +134,9 @@ pub struct Attributes {
     pub dry_run: bool,
     /// The requesting user.
     pub user: UserInfo,
+    /// The kind's codec (set by the registry; `None` in hand-built
+    /// attributes).
+    pub codec: Option<Codec>,
 }
 
 impl Attributes {
@@ -393,6 +412,9 @@ impl FromIterator<Arc<dyn Plugin>> for Plugins {
 struct Registered {
     plugin: Arc<dyn Plugin>,
     default_on: bool,
+    /// Kept after every plugin registered without it (the webhook plugins
+    /// run after the built-in and user plugins, as upstream orders them).
+    last: bool,
 }
 
 /// Every admission plugin the binary knows, in the order they run, each
@@ -427,12 +449,39 @@ impl AdmissionRegistry {
         Self::default()
     }
 
-    /// The runtime's built-in plugins: `NamespaceLifecycle` (on by
-    /// default), as the generic apiserver's recommended order starts.
-    pub fn with_builtins() -> Self {
+    /// The runtime's built-in plugins, all on by default, in the generic
+    /// apiserver's recommended order: `NamespaceLifecycle` first;
+    /// `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook` last,
+    /// after any plugin registered later (user groups' plugins), so
+    /// webhooks see the object the built-in plugins admitted. `service`
+    /// references of webhooks resolve with `resolver`.
+    pub fn with_builtins_resolving(resolver: Option<Arc<dyn webhook::ServiceResolver>>) -> Self {
         let mut r = Self::new();
         r.register(NamespaceLifecycle::new(), true);
+        r.register_last(
+            Arc::new(webhook::MutatingWebhooks::new(resolver.clone())),
+            true,
+        );
+        r.register_last(Arc::new(webhook::ValidatingWebhooks::new(resolver)), true);
         r
+    }
+
+    /// [`with_builtins_resolving`](Self::with_builtins_resolving) with the
+    /// runtime's service resolver.
+    pub fn with_builtins() -> Self {
+        Self::with_builtins_resolving(webhook::default_resolver())
+    }
+
+    /// Adds a plugin that stays after every plugin registered with
+    /// [`register`](Self::register), even later ones.
+    pub fn register_last(&mut self, plugin: Arc<dyn Plugin>, default_on: bool) -> &mut Self {
+        self.plugins.retain(|r| r.plugin.name() != plugin.name());
+        self.plugins.push(Registered {
+            plugin,
+            default_on,
+            last: true,
+        });
+        self
     }
 
     /// Adds a plugin after the ones registered so far; `default_on` says
@@ -444,14 +493,25 @@ impl AdmissionRegistry {
 
     /// [`register`](Self::register) for an already shared plugin.
     pub fn register_arc(&mut self, plugin: Arc<dyn Plugin>, default_on: bool) -> &mut Self {
-        let entry = Registered { plugin, default_on };
+        let entry = Registered {
+            plugin,
+            default_on,
+            last: false,
+        };
         match self
             .plugins
             .iter_mut()
             .find(|r| r.plugin.name() == entry.plugin.name())
         {
             Some(existing) => *existing = entry,
-            None => self.plugins.push(entry),
+            None => {
+                let at = self
+                    .plugins
+                    .iter()
+                    .position(|r| r.last)
+                    .unwrap_or(self.plugins.len());
+                self.plugins.insert(at, entry);
+            }
         }
         self
     }

@@ -196,20 +196,55 @@ fn selection_follows_kube_apiserver_flags() {
     let mut reg = AdmissionRegistry::with_builtins();
     reg.register(recorder("Off", &log), false)
         .register(recorder("On", &log), true);
-    assert_eq!(reg.names(), ["NamespaceLifecycle", "Off", "On"]);
-    assert_eq!(reg.defaults().names(), ["NamespaceLifecycle", "On"]);
+    // The webhook plugins stay after plugins registered later.
+    assert_eq!(
+        reg.names(),
+        [
+            "NamespaceLifecycle",
+            "Off",
+            "On",
+            "MutatingAdmissionWebhook",
+            "ValidatingAdmissionWebhook"
+        ]
+    );
+    assert_eq!(
+        reg.defaults().names(),
+        [
+            "NamespaceLifecycle",
+            "On",
+            "MutatingAdmissionWebhook",
+            "ValidatingAdmissionWebhook"
+        ]
+    );
     // Enabling keeps registration order, whatever the flag order.
     let p = reg.select(&strings(&["On", "Off"]), &[]).unwrap();
-    assert_eq!(p.names(), ["NamespaceLifecycle", "Off", "On"]);
+    assert_eq!(
+        p.names(),
+        [
+            "NamespaceLifecycle",
+            "Off",
+            "On",
+            "MutatingAdmissionWebhook",
+            "ValidatingAdmissionWebhook"
+        ]
+    );
     let p = reg
-        .select(&[], &strings(&["NamespaceLifecycle", " "]))
+        .select(
+            &[],
+            &strings(&[
+                "NamespaceLifecycle",
+                " ",
+                "MutatingAdmissionWebhook",
+                "ValidatingAdmissionWebhook",
+            ]),
+        )
         .unwrap();
     assert_eq!(p.names(), ["On"]);
     assert_eq!(
         reg.select(&strings(&["Nope"]), &[])
             .unwrap_err()
             .to_string(),
-        "enable-admission-plugins plugin \"Nope\" is unknown (known plugins: NamespaceLifecycle, Off, On)"
+        "enable-admission-plugins plugin \"Nope\" is unknown (known plugins: NamespaceLifecycle, Off, On, MutatingAdmissionWebhook, ValidatingAdmissionWebhook)"
     );
     assert!(matches!(
         reg.select(&[], &strings(&["Nope"])),

@@ -146,6 +146,26 @@ impl AuditContext {
     }
 }
 
+tokio::task_local! {
+    static CURRENT: AuditContext;
+}
+
+/// Runs `fut` with `ctx` as the current request's audit context, so code
+/// below the handlers (admission) can annotate the event with
+/// [`annotate_current`].
+pub async fn with_context<F: std::future::Future>(ctx: Option<AuditContext>, fut: F) -> F::Output {
+    match ctx {
+        Some(ctx) => CURRENT.scope(ctx, fut).await,
+        None => fut.await,
+    }
+}
+
+/// Adds an annotation to the current request's audit event (nothing when
+/// the request is not audited).
+pub fn annotate_current(key: impl Into<String>, value: impl Into<String>) {
+    let _ = CURRENT.try_with(|ctx| ctx.annotate(key, value));
+}
+
 /// The annotation with the authorizer's decision (`allow` or `forbid`).
 pub const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
 /// The annotation with the authorizer's reason.

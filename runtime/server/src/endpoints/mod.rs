@@ -409,8 +409,15 @@ impl ApiServer {
                 let user = crate::request::user::user_of(&req)
                     .cloned()
                     .unwrap_or_default();
+                let audit = req
+                    .extensions()
+                    .get::<crate::audit::AuditContext>()
+                    .cloned();
+                let scoped = info.clone();
                 let serving = std::pin::pin!(rest.serve(&self.served, info, params, req));
-                crate::request::user::with_user(user, serving).await
+                let serving = crate::request::info::with_info(scoped, serving);
+                let serving = crate::request::user::with_user(user, serving);
+                crate::audit::with_context(audit, serving).await
             }
             Route::NotFound => error_response(&Status::path_not_found().into()),
             Route::Health(endpoint) => {

@@ -212,7 +212,11 @@ impl Store {
         Attributes {
             operation: Some(operation),
             group: self.info.group.into(),
-            version: self.info.version.into(),
+            // The version the client wrote, as upstream's attributes carry
+            // it; the storage version for internal writes.
+            version: crate::request::info::requested_version(self.info.group, self.info.plural)
+                .filter(|v| self.kind.version(v).is_some())
+                .unwrap_or_else(|| self.info.version.into()),
             kind: self.info.kind.into(),
             resource: self.info.plural.into(),
             subresource: self.subresource.into(),
@@ -228,6 +232,7 @@ impl Store {
             user: crate::request::user::current_user()
                 .map(Into::into)
                 .unwrap_or_default(),
+            codec: Some(crate::admission::Codec(self.kind.clone())),
         }
     }
 

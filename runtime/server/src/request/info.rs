@@ -32,6 +32,33 @@ pub struct RequestInfo {
     pub verb: String,
 }
 
+tokio::task_local! {
+    static CURRENT: std::sync::Arc<RequestInfo>;
+}
+
+/// Runs `fut` as the handling of the resource request `info`, so code
+/// below the handlers (admission) can learn the version the client asked
+/// for with [`requested_version`].
+pub async fn with_info<F: std::future::Future>(
+    info: std::sync::Arc<RequestInfo>,
+    fut: F,
+) -> F::Output {
+    CURRENT.scope(info, fut).await
+}
+
+/// The version of `group`/`resource` the current request addresses, if it
+/// is a request for that resource (internal writes, such as a
+/// controller's, have none).
+pub fn requested_version(group: &str, resource: &str) -> Option<String> {
+    CURRENT
+        .try_with(|info| {
+            (info.is_resource_request && info.group == group && info.resource == resource)
+                .then(|| info.version.clone())
+        })
+        .ok()
+        .flatten()
+}
+
 /// Parses a request. `watch_query` says whether `watch=true` (or a value
 /// other than `false`/`0`) was in the query.
 pub fn parse(method: &http::Method, path: &str, watch_query: bool) -> RequestInfo {

@@ -1,0 +1,407 @@
+//! Which requests an admission webhook (or policy) applies to: its
+//! `rules`, `namespaceSelector`, `objectSelector` and `matchConditions`,
+//! as the generic apiserver's webhook predicates
+//! (`admission/plugin/webhook/predicates/{rules,namespace,object}`) and the
+//! CEL match conditions (`admission/plugin/cel`) decide.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Attributes, Context, Error, Operation};
+use apiforge_core::builtin::admissionregistration_v1::{
+    LabelSelector, MatchCondition, RuleWithOperations,
+};
+use apiforge_core::meta::Status;
+
+/// The group of the admission configuration kinds.
+pub const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
+
+/// Requests for the webhook configurations and validating policies
+/// themselves never reach webhooks, so a broken webhook cannot lock its
+/// own configuration (`rules.IsExemptAdmissionConfigurationResource`).
+pub fn is_exempt(attrs: &Attributes) -> bool {
+    attrs.group == ADMISSION_GROUP
+        && matches!(
+            attrs.kind.as_str(),
+            "ValidatingWebhookConfiguration"
+                | "MutatingWebhookConfiguration"
+                | "ValidatingAdmissionPolicy"
+                | "ValidatingAdmissionPolicyBinding"
+        )
+}
+
+/// The resource (and version) a rule is checked against: the request's
+/// own, or, for `matchPolicy: Equivalent`, another version of it.
+#[derive(Clone, Copy, Debug)]
+pub struct Target<'a> {
+    /// API group.
+    pub group: &'a str,
+    /// API version.
+    pub version: &'a str,
+    /// Plural resource name.
+    pub resource: &'a str,
+}
+
+/// Whether `rule` matches the request (`rules.Matcher.Matches`): operation,
+/// group, version, resource with subresource (`*`, `*/*`, `*/status`,
+/// `pods/*`), and scope.
+pub fn rule_matches(rule: &RuleWithOperations, attrs: &Attributes, target: Target<'_>) -> bool {
+    let exact_or_all = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
+    let op = attrs.operation().as_str();
+    let resource = rule.resources.iter().any(|r| {
+        let (res, sub) = r.split_once('/').unwrap_or((r, ""));
+        (res == "*" || res == target.resource) && (sub == "*" || sub == attrs.subresource)
+    });
+    exact_or_all(&rule.operations, op)
+        && exact_or_all(&rule.api_groups, target.group)
+        && exact_or_all(&rule.api_versions, target.version)
+        && resource
+        && scope_matches(rule.scope.as_deref(), attrs)
+}
+
+/// `rules.Matcher.scope`: namespaces themselves count as cluster-scoped.
+fn scope_matches(scope: Option<&str>, attrs: &Attributes) -> bool {
+    let is_namespace = attrs.group.is_empty() && attrs.resource == "namespaces";
+    match scope {
+        Some("Namespaced") => !is_namespace && !attrs.namespace.is_empty(),
+        Some("Cluster") => is_namespace || attrs.namespace.is_empty(),
+        _ => true,
+    }
+}
+
+fn labels_of(obj: Option<&Value>) -> Option<BTreeMap<String, String>> {
+    let labels = obj?.pointer("/metadata/labels");
+    Some(
+        labels
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    )
+}
+
+/// `object.Matcher.MatchObjectSelector`: the selector matches the new or
+/// the old object's labels.
+pub fn object_selector_matches(selector: Option<&LabelSelector>, attrs: &Attributes) -> bool {
+    let Some(selector) = selector.filter(|s| !s.is_empty()) else {
+        return true;
+    };
+    [attrs.object.as_ref(), attrs.old_object.as_ref()]
+        .into_iter()
+        .any(|obj| labels_of(obj).is_some_and(|labels| selector.matches(&labels)))
+}
+
+/// `namespace.Matcher.MatchNamespaceSelector`: cluster-scoped requests
+/// (other than for namespaces) always match; a namespace being created or
+/// updated is matched by its own labels; otherwise the labels of the
+/// request's namespace, read from the cache and then from storage. A
+/// namespace that does not exist answers 404, as upstream.
+pub async fn namespace_selector_matches(
+    selector: Option<&LabelSelector>,
+    attrs: &Attributes,
+    ctx: &Context,
+) -> Result<bool, Error> {
+    let is_namespace = attrs.group.is_empty() && attrs.resource == "namespaces";
+    if attrs.namespace.is_empty() && !is_namespace {
+        return Ok(true);
+    }
+    let Some(selector) = selector.filter(|s| !s.is_empty()) else {
+        return Ok(true);
+    };
+    if is_namespace && attrs.operation() != Operation::Delete {
+        let labels = labels_of(attrs.object.as_ref()).unwrap_or_default();
+        return Ok(selector.matches(&labels));
+    }
+    let name = if is_namespace {
+        attrs.name.as_str()
+    } else {
+        attrs.namespace.as_str()
+    };
+    let lookup = ctx.lookup();
+    let mut ns = lookup.get("", "v1", "namespaces", "", name, false).await?;
+    if ns.is_none() {
+        ns = lookup.get("", "v1", "namespaces", "", name, true).await?;
+    }
+    match ns {
+        Some(ns) => Ok(selector.matches(&labels_of(Some(&ns)).unwrap_or_default())),
+        None => Err(Error::status(Status::not_found("", "namespaces", name))),
+    }
+}
+
+/// Compiled `matchConditions`.
+pub struct Conditions(Vec<(String, Result<Arc<cel::Program>, String>)>);
+
+impl Conditions {
+    /// Compiles the conditions (a compile error is reported when the
+    /// condition is evaluated; validation refuses such conditions on
+    /// write).
+    pub fn compile(conditions: &[MatchCondition]) -> Self {
+        let env = apiforge_core::cel::kubernetes_env();
+        Conditions(
+            conditions
+                .iter()
+                .map(|c| {
+                    let program = env
+                        .compile(&c.expression)
+                        .map(Arc::new)
+                        .map_err(|e| format!("compilation failed: {e}"));
+                    (c.name.clone(), program)
+                })
+                .collect(),
+        )
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Evaluates the conditions over `object`, `oldObject` and `request`
+    /// (`matching.Matcher.Match`): `Ok(false)` as soon as one is false;
+    /// errors (when none is false) are returned joined, for the caller to
+    /// apply its failure policy.
+    pub fn evaluate(
+        &self,
+        object: Option<&Value>,
+        old_object: Option<&Value>,
+        request: &Value,
+    ) -> Result<bool, String> {
+        if self.0.is_empty() {
+            return Ok(true);
+        }
+        let env = apiforge_core::cel::kubernetes_env();
+        let mut cel_ctx = cel::Context::with_env(env);
+        let to_cel = |v: Option<&Value>| v.map_or(cel::Value::Null, apiforge_core::cel::to_cel);
+        cel_ctx.add_variable_from_value("object", to_cel(object));
+        cel_ctx.add_variable_from_value("oldObject", to_cel(old_object));
+        cel_ctx.add_variable_from_value("request", apiforge_core::cel::to_cel(request));
+        let mut errors = Vec::new();
+        for (name, program) in &self.0 {
+            let result = match program {
+                Ok(program) => program.execute(&cel_ctx).map_err(|e| e.to_string()),
+                Err(e) => Err(e.clone()),
+            };
+            match result {
+                Ok(cel::Value::Bool(false)) => return Ok(false),
+                Ok(cel::Value::Bool(true)) => {}
+                Ok(other) => errors.push(format!(
+                    "matchCondition {name:?}: expression must evaluate to bool, got {other:?}"
+                )),
+                Err(e) => errors.push(format!("matchCondition {name:?}: {e}")),
+            }
+        }
+        if errors.is_empty() {
+            Ok(true)
+        } else if errors.len() == 1 {
+            Err(errors.remove(0))
+        } else {
+            Err(format!("[{}]", errors.join(", ")))
+        }
+    }
+}
+
+/// The `request` CEL variable and the body of `AdmissionReview.request`:
+/// the `AdmissionRequest` of `attrs`, with `kind`/`resource` the version
+/// the hook is called with and `requestKind`/`requestResource` the
+/// request's own.
+pub fn admission_request(
+    uid: &str,
+    attrs: &Attributes,
+    target: Target<'_>,
+    target_kind: &str,
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+) -> Value {
+    let mut user = json!({
+        "username": attrs.user.username,
+        "groups": attrs.user.groups,
+    });
+    if !attrs.user.uid.is_empty() {
+        user["uid"] = json!(attrs.user.uid);
+    }
+    if !attrs.user.extra.is_empty() {
+        user["extra"] = json!(attrs.user.extra);
+    }
+    let options_kind = match attrs.operation() {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+        Operation::Delete => "DeleteOptions",
+        Operation::Connect => "",
+    };
+    let mut req = json!({
+        "uid": uid,
+        "kind": {"group": target.group, "version": target.version, "kind": target_kind},
+        "resource": {"group": target.group, "version": target.version, "resource": target.resource},
+        "requestKind": {"group": attrs.group, "version": attrs.version, "kind": attrs.kind},
+        "requestResource": {"group": attrs.group, "version": attrs.version, "resource": attrs.resource},
+        "operation": attrs.operation().as_str(),
+        "userInfo": user,
+        "object": object.cloned().unwrap_or(Value::Null),
+        "oldObject": old_object.cloned().unwrap_or(Value::Null),
+        "dryRun": attrs.dry_run,
+    });
+    if !attrs.subresource.is_empty() {
+        req["subResource"] = json!(attrs.subresource);
+        req["requestSubResource"] = json!(attrs.subresource);
+    }
+    if !attrs.name.is_empty() {
+        req["name"] = json!(attrs.name);
+    }
+    if !attrs.namespace.is_empty() {
+        req["namespace"] = json!(attrs.namespace);
+    }
+    if !options_kind.is_empty() {
+        let mut options = json!({"kind": options_kind, "apiVersion": "meta.k8s.io/v1"});
+        if attrs.dry_run {
+            options["dryRun"] = json!(["All"]);
+        }
+        req["options"] = options;
+    }
+    req
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(op: Operation, resource: &str, sub: &str, ns: &str) -> Attributes {
+        Attributes {
+            operation: Some(op),
+            group: "wardle.example.com".into(),
+            version: "v1beta1".into(),
+            kind: "Flunder".into(),
+            resource: resource.into(),
+            subresource: sub.into(),
+            namespace: ns.into(),
+            ..Default::default()
+        }
+    }
+
+    fn rule(ops: &[&str], resources: &[&str], scope: Option<&str>) -> RuleWithOperations {
+        let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
+        RuleWithOperations {
+            operations: v(ops),
+            api_groups: v(&["wardle.example.com"]),
+            api_versions: v(&["*"]),
+            resources: v(resources),
+            scope: scope.map(str::to_string),
+        }
+    }
+
+    fn target(a: &Attributes) -> Target<'_> {
+        Target {
+            group: &a.group,
+            version: &a.version,
+            resource: &a.resource,
+        }
+    }
+
+    /// Upstream's `rules.Matcher.resource`: `*` is every resource but no
+    /// subresource, `*/*` both, `*/status` every status; `flunders/*`
+    /// also matches the main resource (the `*` matches an empty
+    /// subresource).
+    #[test]
+    fn resources_and_subresources() {
+        let main = attrs(Operation::Create, "flunders", "", "ns");
+        let status = attrs(Operation::Update, "flunders", "status", "ns");
+        let all_ops = ["*"];
+        for (resources, main_ok, status_ok) in [
+            (vec!["*"], true, false),
+            (vec!["*/*"], true, true),
+            (vec!["*/status"], false, true),
+            (vec!["flunders"], true, false),
+            (vec!["flunders/*"], true, true),
+            (vec!["fischers"], false, false),
+        ] {
+            let r = rule(&all_ops, &resources, None);
+            assert_eq!(
+                rule_matches(&r, &main, target(&main)),
+                main_ok,
+                "{resources:?}"
+            );
+            assert_eq!(
+                rule_matches(&r, &status, target(&status)),
+                status_ok,
+                "{resources:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn operations_and_scope() {
+        let create = attrs(Operation::Create, "flunders", "", "ns");
+        assert!(rule_matches(
+            &rule(&["CREATE"], &["*"], None),
+            &create,
+            target(&create)
+        ));
+        assert!(!rule_matches(
+            &rule(&["UPDATE"], &["*"], None),
+            &create,
+            target(&create)
+        ));
+        assert!(rule_matches(
+            &rule(&["*"], &["*"], Some("Namespaced")),
+            &create,
+            target(&create)
+        ));
+        assert!(!rule_matches(
+            &rule(&["*"], &["*"], Some("Cluster")),
+            &create,
+            target(&create)
+        ));
+        let cluster = attrs(Operation::Create, "fischers", "", "");
+        assert!(rule_matches(
+            &rule(&["*"], &["*"], Some("Cluster")),
+            &cluster,
+            target(&cluster)
+        ));
+    }
+
+    #[test]
+    fn object_selector_matches_new_or_old() {
+        let selector = LabelSelector {
+            match_labels: [("team".to_string(), "a".to_string())].into(),
+            ..Default::default()
+        };
+        let mut a = attrs(Operation::Update, "flunders", "", "ns");
+        a.object = Some(json!({"metadata": {"labels": {"team": "b"}}}));
+        a.old_object = Some(json!({"metadata": {"labels": {"team": "a"}}}));
+        assert!(object_selector_matches(Some(&selector), &a));
+        a.old_object = None;
+        assert!(!object_selector_matches(Some(&selector), &a));
+        assert!(object_selector_matches(None, &a));
+    }
+
+    #[test]
+    fn match_conditions() {
+        let conds = Conditions::compile(&[
+            MatchCondition {
+                name: "not-kube-system".into(),
+                expression: "request.namespace != 'kube-system'".into(),
+            },
+            MatchCondition {
+                name: "labelled".into(),
+                expression: "has(object.metadata.labels) && 'x' in object.metadata.labels".into(),
+            },
+        ]);
+        let obj = json!({"metadata": {"labels": {"x": "1"}}});
+        let req = json!({"namespace": "default"});
+        assert_eq!(conds.evaluate(Some(&obj), None, &req), Ok(true));
+        let req = json!({"namespace": "kube-system"});
+        assert_eq!(conds.evaluate(Some(&obj), None, &req), Ok(false));
+        let bad = Conditions::compile(&[MatchCondition {
+            name: "broken".into(),
+            expression: "object.nope.deeper == 1".into(),
+        }]);
+        let err = bad
+            .evaluate(Some(&obj), None, &json!({}))
+            .expect_err("no such key");
+        assert!(err.starts_with("matchCondition \"broken\": "), "{err}");
+    }
+}
