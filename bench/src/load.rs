@@ -220,6 +220,8 @@ pub(crate) struct Pair {
     pub(crate) rate: [Vec<f64>; 2],
     /// Server CPU µs per request of each run, per side.
     pub(crate) cpu_us: [Vec<f64>; 2],
+    /// Median latency (ms) of each run, per side.
+    pub(crate) p50_ms: [Vec<f64>; 2],
 }
 
 /// Runs `a` and `b` alternately (`settings.repeats` times each, after a
@@ -254,6 +256,7 @@ pub(crate) async fn alternate<A: Op, B: Op>(
             );
             let used = crate::procs::cpu_seconds(pid)? - before;
             pair.rate[side].push(r.rate());
+            pair.p50_ms[side].push(r.quantile_ms(0.5));
             if r.requests > 0 {
                 pair.cpu_us[side].push(used * 1e6 / r.requests as f64);
             }

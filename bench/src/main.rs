@@ -8,6 +8,7 @@
 //! stdout. The exit code is 0 even when targets fail; it is non-zero only
 //! when something could not run.
 
+mod admission;
 mod apply;
 mod client;
 mod custom_resources;

@@ -51,6 +51,9 @@ pub(crate) enum Name {
     /// LIST, create), definition to Established, start-up with 100
     /// definitions and 10,000 custom resources, RSS per cached one.
     Crd,
+    /// Creates with 0 and 1 validating/mutating admission webhooks on
+    /// loopback: added latency per call, throughput and CPU.
+    Admission,
 }
 
 impl Name {
@@ -68,6 +71,7 @@ impl Name {
             Name::Memory,
             Name::Gc,
             Name::Crd,
+            Name::Admission,
         ]
     }
 
@@ -84,6 +88,7 @@ impl Name {
             Name::Apply => "apply",
             Name::Gc => "gc",
             Name::Crd => "crd",
+            Name::Admission => "admission",
         }
     }
 }
@@ -138,6 +143,12 @@ pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figu
         record(
             Name::Crd.label(),
             crate::custom_resources::custom_resources(settings).await,
+        );
+    }
+    if has(Name::Admission) {
+        record(
+            Name::Admission.label(),
+            crate::admission::admission(settings).await,
         );
     }
     (figures, failures)

@@ -1,0 +1,286 @@
+//! The admission scenario: what admission webhooks (and policies) add to a
+//! create. One server, one run: a webhook server in this process (the
+//! apiforge serving certificate, its CA as `caBundle`) answers
+//! `AdmissionReview`s on loopback; a validating and a mutating webhook
+//! configuration select objects by label, so creates with no label (no
+//! webhook), with the validating label and with the mutating label (the
+//! webhook adds an annotation with a JSON patch) are alternated against
+//! each other on the same server. Latency is measured with one client
+//! (the p50 difference is the added latency per webhook call); throughput
+//! and server CPU per create with 16 clients.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use base64::Engine;
+use bytes::Bytes;
+use futures::FutureExt;
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+
+use crate::client::Conn;
+use crate::fixtures::{collection, fresh, pad_for_1kib};
+use crate::load::{Op, alternate, median};
+use crate::procs::Backend;
+use crate::reference::{Handler, Reference, json_response};
+use crate::report::{Figure, Target as Goal};
+use crate::{Settings, progress};
+
+const S: &str = "admission";
+/// Clients of the throughput runs.
+const CLIENTS: usize = 16;
+/// The label that selects a webhook.
+const LABEL: &str = "bench-hook";
+
+/// A 1 KiB Flunder named `name`, labelled for `hook` (none for `""`).
+fn object(name: &str, hook: &str, pad: usize) -> Bytes {
+    let mut meta = json!({"name": name, "annotations": {"bench/pad": "x".repeat(pad)}});
+    if !hook.is_empty() {
+        meta["labels"] = json!({ LABEL: hook });
+    }
+    let obj = json!({
+        "apiVersion": "wardle.example.com/v1beta1",
+        "kind": "Flunder",
+        "metadata": meta,
+        "spec": {},
+    });
+    Bytes::from(serde_json::to_vec(&obj).unwrap_or_default())
+}
+
+struct CreateOp {
+    collection: String,
+    hook: &'static str,
+    pad: usize,
+    next: AtomicU64,
+}
+
+impl Op for CreateOp {
+    async fn call(&self, _worker: usize, conn: &mut Conn) -> anyhow::Result<u64> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let name = format!(
+            "{}-{n}",
+            if self.hook.is_empty() {
+                "plain"
+            } else {
+                self.hook
+            }
+        );
+        let reply = conn
+            .send(
+                Method::POST,
+                &self.collection,
+                Some(object(&name, self.hook, self.pad)),
+            )
+            .await?;
+        anyhow::ensure!(
+            reply.status == StatusCode::CREATED,
+            "create answered {}: {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        );
+        Ok(reply.body.len() as u64)
+    }
+}
+
+/// The webhook: `/validate` allows; `/mutate` allows with a patch adding an
+/// annotation. Counts the reviews it answers.
+fn webhook(calls: Arc<AtomicUsize>) -> Handler {
+    let patch = base64::engine::general_purpose::STANDARD.encode(
+        json!([{"op": "add", "path": "/metadata/annotations/bench~1mutated", "value": "yes"}])
+            .to_string(),
+    );
+    Arc::new(move |req: http::Request<hyper::body::Incoming>| {
+        let calls = calls.clone();
+        let patch = patch.clone();
+        async move {
+            let mutate = req.uri().path() == "/mutate";
+            let body = req
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            let review: Value = serde_json::from_slice(&body).unwrap_or_default();
+            calls.fetch_add(1, Ordering::Relaxed);
+            let mut response = json!({"uid": review["request"]["uid"], "allowed": true});
+            if mutate {
+                response["patchType"] = json!("JSONPatch");
+                response["patch"] = json!(patch);
+            }
+            let answer = json!({
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": response,
+            });
+            json_response(
+                StatusCode::OK,
+                Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()),
+            )
+        }
+        .boxed()
+    })
+}
+
+/// A webhook configuration of `kind` calling `path` for flunders labelled
+/// `hook`.
+fn configuration(kind: &str, hook: &str, url: &str, ca: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": format!("bench-{hook}")},
+        "webhooks": [{
+            "name": format!("{hook}.bench.example.com"),
+            "clientConfig": {
+                "url": url,
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(ca),
+            },
+            "rules": [{
+                "operations": ["CREATE"],
+                "apiGroups": ["wardle.example.com"],
+                "apiVersions": ["*"],
+                "resources": ["flunders"],
+            }],
+            "objectSelector": {"matchLabels": { LABEL: hook }},
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        }],
+    })
+}
+
+/// The scenario.
+pub(crate) async fn admission(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+    progress!("{S}: creates with 0 and 1 webhooks on loopback, 1 and {CLIENTS} clients");
+    let f = fresh(settings, &Backend::Embedded).await?;
+    let target = &f.server.target;
+    let pid = f.server.pid()?.to_string();
+    let pad = pad_for_1kib(target, "default").await?;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let hook_server = Reference::serve(&f.server.data_dir, target, webhook(calls.clone())).await?;
+    let ca = std::fs::read_to_string(f.server.data_dir.join("apiserver-ca.crt"))
+        .context("reading the server CA")?;
+    let base = format!("https://127.0.0.1:{}", hook_server.target.addr.port());
+    let mut conn = Conn::connect(target).await?;
+    for (resource, kind, hook, path) in [
+        (
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            "validate",
+            "/validate",
+        ),
+        (
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            "mutate",
+            "/mutate",
+        ),
+    ] {
+        let body = configuration(kind, hook, &format!("{base}{path}"), &ca);
+        conn.send(
+            Method::POST,
+            &format!("/apis/admissionregistration.k8s.io/v1/{resource}"),
+            Some(Bytes::from(serde_json::to_vec(&body)?)),
+        )
+        .await?
+        .ok()?;
+    }
+    // Both configurations in effect: a mutated probe comes back annotated.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut n = 0;
+    loop {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "webhooks not in effect after 30 s"
+        );
+        n += 1;
+        let reply = conn
+            .send(
+                Method::POST,
+                &collection("default"),
+                Some(object(&format!("probe-{n}"), "mutate", pad)),
+            )
+            .await?
+            .ok()?;
+        let created: Value = serde_json::from_slice(&reply)?;
+        let mutated = created["metadata"]["annotations"]["bench/mutated"] == "yes";
+        let validated_before = calls.load(Ordering::Relaxed);
+        conn.send(
+            Method::POST,
+            &collection("default"),
+            Some(object(&format!("probe-v-{n}"), "validate", pad)),
+        )
+        .await?
+        .ok()?;
+        if mutated && calls.load(Ordering::Relaxed) > validated_before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let op = |hook: &'static str| {
+        Arc::new(CreateOp {
+            collection: collection("default"),
+            hook,
+            pad,
+            next: AtomicU64::new(0),
+        })
+    };
+    let mut out = Vec::new();
+    for (hook, what) in [("validate", "validating"), ("mutate", "mutating")] {
+        let calls_before = calls.load(Ordering::Relaxed);
+        let single = alternate(
+            settings,
+            1,
+            (&format!("{what}-1"), what, "none"),
+            target,
+            &pid,
+            op(hook),
+            op(""),
+        )
+        .await?;
+        anyhow::ensure!(
+            calls.load(Ordering::Relaxed) > calls_before,
+            "the {what} webhook was not called"
+        );
+        let added = median(&single.p50_ms[0]) - median(&single.p50_ms[1]);
+        progress!(
+            "  {what}: p50 {:.3} ms vs {:.3} ms without",
+            median(&single.p50_ms[0]),
+            median(&single.p50_ms[1])
+        );
+        out.push(Figure::new(
+            S,
+            &format!("added p50 ms per create with 1 {what} webhook (1 client)"),
+            added,
+            Goal::AtMost(0.3),
+        ));
+        let many = alternate(
+            settings,
+            CLIENTS,
+            (&format!("{what}-{CLIENTS}"), what, "none"),
+            target,
+            &pid,
+            op(hook),
+            op(""),
+        )
+        .await?;
+        out.push(Figure::vs(
+            S,
+            &format!("creates/s with 1 {what} webhook, {CLIENTS} clients (ref: no webhook)"),
+            median(&many.rate[0]),
+            median(&many.rate[1]),
+            Goal::Info,
+        ));
+        out.push(Figure::vs(
+            S,
+            &format!("server CPU µs per create with 1 {what} webhook (ref: no webhook)"),
+            median(&many.cpu_us[0]),
+            median(&many.cpu_us[1]),
+            Goal::Info,
+        ));
+    }
+    drop(hook_server);
+    Ok(out)
+}
