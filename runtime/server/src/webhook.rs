@@ -208,15 +208,17 @@ impl Client {
 
     /// A client of `url` (`https`, or `http` for tests) trusting the PEM
     /// certificates of `ca_bundle` (a CRD's or webhook configuration's
-    /// `caBundle`), without credentials of its own.
+    /// `caBundle`), or the system's trust roots when there is none, as
+    /// upstream; without credentials of its own.
     pub fn for_url(url: &str, ca_bundle: Option<&[u8]>, timeout: Duration) -> Result<Self, String> {
         let uri: http::Uri = url.parse().map_err(|e| format!("url {url:?}: {e}"))?;
         let tls = match uri.scheme_str() {
             Some("https") => {
-                let ca = ca_bundle
-                    .filter(|ca| !ca.is_empty())
-                    .ok_or("an https webhook needs a caBundle")?;
-                let config = client_config(roots(ca, "caBundle")?)?.with_no_client_auth();
+                let roots = match ca_bundle.filter(|ca| !ca.is_empty()) {
+                    Some(ca) => roots(ca, "caBundle")?,
+                    None => system_roots()?,
+                };
+                let config = client_config(roots)?.with_no_client_auth();
                 Some(tokio_rustls::TlsConnector::from(Arc::new(config)))
             }
             Some("http") => None,
@@ -420,6 +422,29 @@ fn tls_connector(
         _ => return Err("client-certificate and client-key must be given together".into()),
     };
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// The system's trust roots (read once), for webhooks without a
+/// `caBundle`.
+fn system_roots() -> Result<rustls::RootCertStore, String> {
+    static ROOTS: std::sync::OnceLock<Result<rustls::RootCertStore, String>> =
+        std::sync::OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            let mut roots = rustls::RootCertStore::empty();
+            let (added, _) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                let why = found
+                    .errors
+                    .first()
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "none found".into());
+                return Err(format!("no system trust roots: {why}"));
+            }
+            Ok(roots)
+        })
+        .clone()
 }
 
 /// The PEM certificates of `ca` as a root store (`what` names it in errors).
