@@ -106,7 +106,7 @@ fn serve(opts: options::ServeOptions) -> anyhow::Result<()> {
     } else {
         logs.init();
     }
-    let plugins = opts.admission.resolve(&admission::registry())?;
+    let plugins = opts.admission.resolve(&opts.admission.registry()?)?;
     let mut config = opts.complete()?;
     config.server.admission = plugins;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -623,3 +623,49 @@ async fn selectors_match_conditions_v1beta1_and_equivalent_versions() {
         .await
         .expect("delete configuration");
 }
+
+#[tokio::test]
+async fn admission_config_file_gives_webhook_credentials_by_host() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let hook = Webhook::start(
+        handler(|review| answer(review, json!({"allowed": true}))),
+        None,
+    )
+    .await;
+    // Users named after the webhook's host:port, as upstream's
+    // `--admission-control-config-file` kubeconfig names them.
+    let kubeconfig = tmp.path().join("webhooks.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nusers:\n- name: \"127.0.0.1:{}\"\n  user:\n    token: webhook-token\n- name: \"*\"\n  user:\n    token: fallback\n",
+            hook.port
+        ),
+    )
+    .expect("kubeconfig");
+    let config = tmp.path().join("admission.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: {}\n",
+            kubeconfig.display()
+        ),
+    )
+    .expect("config");
+    let server = common::Server::start_with(&[
+        "--admission-control-config-file",
+        config.to_str().expect("path"),
+    ])
+    .await;
+    let client = server.client().await;
+    validating_config(
+        &client,
+        "authenticated",
+        vec![validating("auth.example.com", client_config(&hook, "/"))],
+    )
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    wait_active(&server, &cms, &hook).await;
+    let (_, auth) = hook.requests().pop().expect("a review");
+    assert_eq!(auth.as_deref(), Some("Bearer webhook-token"));
+}

@@ -53,6 +53,8 @@ fn object(name: &str, hook: &str, pad: usize) -> Bytes {
 struct CreateOp {
     collection: String,
     hook: &'static str,
+    /// Distinguishes the names of this op's objects from other ops'.
+    prefix: String,
     pad: usize,
     next: AtomicU64,
 }
@@ -60,14 +62,7 @@ struct CreateOp {
 impl Op for CreateOp {
     async fn call(&self, _worker: usize, conn: &mut Conn) -> anyhow::Result<u64> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let name = format!(
-            "{}-{n}",
-            if self.hook.is_empty() {
-                "plain"
-            } else {
-                self.hook
-            }
-        );
+        let name = format!("{}-{n}", self.prefix);
         let reply = conn
             .send(
                 Method::POST,
@@ -219,10 +214,13 @@ pub(crate) async fn admission(settings: &Settings) -> anyhow::Result<Vec<Figure>
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
+    let ops = AtomicUsize::new(0);
     let op = |hook: &'static str| {
+        let id = ops.fetch_add(1, Ordering::Relaxed);
         Arc::new(CreateOp {
             collection: collection("default"),
             hook,
+            prefix: format!("{}{id}", if hook.is_empty() { "plain" } else { hook }),
             pad,
             next: AtomicU64::new(0),
         })

@@ -97,7 +97,8 @@ const POOL_SIZE: usize = 16;
 pub struct Client {
     uri: http::Uri,
     tls: Option<tokio_rustls::TlsConnector>,
-    bearer: Option<String>,
+    /// The `Authorization` header value (`Bearer ...` or `Basic ...`).
+    authorization: Option<String>,
     timeout: Duration,
     dial: Option<Arc<dyn Dial>>,
     idle: std::sync::Mutex<Vec<Sender>>,
@@ -199,7 +200,7 @@ impl Client {
         Ok(Client {
             uri,
             tls,
-            bearer,
+            authorization: bearer.map(|t| format!("Bearer {t}")),
             timeout: DEFAULT_TIMEOUT,
             dial: None,
             idle: Default::default(),
@@ -211,6 +212,18 @@ impl Client {
     /// `caBundle`), or the system's trust roots when there is none, as
     /// upstream; without credentials of its own.
     pub fn for_url(url: &str, ca_bundle: Option<&[u8]>, timeout: Duration) -> Result<Self, String> {
+        Self::for_url_as(url, ca_bundle, timeout, None)
+    }
+
+    /// [`for_url`](Self::for_url) presenting `credentials` (a bearer
+    /// token, basic authentication and/or a client certificate).
+    pub fn for_url_as(
+        url: &str,
+        ca_bundle: Option<&[u8]>,
+        timeout: Duration,
+        credentials: Option<&crate::admission::config::UserCredentials>,
+    ) -> Result<Self, String> {
+        use rustls_pki_types::pem::PemObject;
         let uri: http::Uri = url.parse().map_err(|e| format!("url {url:?}: {e}"))?;
         let tls = match uri.scheme_str() {
             Some("https") => {
@@ -218,16 +231,40 @@ impl Client {
                     Some(ca) => roots(ca, "caBundle")?,
                     None => system_roots()?,
                 };
-                let config = client_config(roots)?.with_no_client_auth();
+                let builder = client_config(roots)?;
+                let config = match credentials.and_then(|c| c.client_cert.as_ref()) {
+                    Some((cert, key)) => {
+                        let chain = rustls_pki_types::CertificateDer::pem_slice_iter(cert)
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(|e| format!("client-certificate: {e}"))?;
+                        let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(key)
+                            .map_err(|e| format!("client-key: {e}"))?;
+                        builder
+                            .with_client_auth_cert(chain, key)
+                            .map_err(|e| format!("client certificate: {e}"))?
+                    }
+                    None => builder.with_no_client_auth(),
+                };
                 Some(tokio_rustls::TlsConnector::from(Arc::new(config)))
             }
             Some("http") => None,
             _ => return Err(format!("url {url:?} is not an http(s) URL")),
         };
+        let authorization = credentials.and_then(|c| match (&c.token, &c.basic) {
+            (Some(token), _) => Some(format!("Bearer {token}")),
+            (None, Some((user, password))) => {
+                use base64::Engine;
+                Some(format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+                ))
+            }
+            (None, None) => None,
+        });
         Ok(Client {
             uri,
             tls,
-            bearer: None,
+            authorization,
             timeout,
             dial: None,
             idle: Default::default(),
@@ -310,8 +347,8 @@ impl Client {
             )
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, */*");
-        if let Some(token) = &self.bearer {
-            req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+        if let Some(value) = &self.authorization {
+            req = req.header(http::header::AUTHORIZATION, value.as_str());
         }
         let req = req
             .body(http_body_util::Full::new(body))
@@ -576,7 +613,7 @@ current-context: ctx
         std::fs::write(&path, text).expect("write");
         let client = Client::from_kubeconfig(&path).expect("client");
         assert_eq!(client.url(), "http://127.0.0.1:2/second");
-        assert_eq!(client.bearer.as_deref(), Some("secret"));
+        assert_eq!(client.authorization.as_deref(), Some("Bearer secret"));
         std::fs::write(
             &path,
             "clusters:\n- name: c\n  cluster: {server: \"https://h\"}\n",

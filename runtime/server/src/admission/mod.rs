@@ -19,6 +19,7 @@
 //! typed hooks on a kind's Rust type and registers them as a
 //! [`TypedAdmission`] plugin (see [`typed`]).
 
+pub mod config;
 pub mod matching;
 pub mod namespace_lifecycle;
 #[cfg(test)]
@@ -456,14 +457,29 @@ impl AdmissionRegistry {
     /// webhooks see the object the built-in plugins admitted. `service`
     /// references of webhooks resolve with `resolver`.
     pub fn with_builtins_resolving(resolver: Option<Arc<dyn webhook::ServiceResolver>>) -> Self {
+        Self::with_builtins_configured(resolver, &config::AdmissionConfig::default())
+            .unwrap_or_default()
+    }
+
+    /// The built-in plugins configured by an `--admission-control-config-file`
+    /// (the webhook plugins' client credentials).
+    pub fn with_builtins_configured(
+        resolver: Option<Arc<dyn webhook::ServiceResolver>>,
+        admission: &config::AdmissionConfig,
+    ) -> Result<Self, config::ConfigError> {
+        let mutating = admission.webhook_credentials(webhook::MUTATING_PLUGIN)?;
+        let validating = admission.webhook_credentials(webhook::VALIDATING_PLUGIN)?;
         let mut r = Self::new();
         r.register(NamespaceLifecycle::new(), true);
         r.register_last(
-            Arc::new(webhook::MutatingWebhooks::new(resolver.clone())),
+            Arc::new(webhook::MutatingWebhooks::new(resolver.clone()).with_credentials(mutating)),
             true,
         );
-        r.register_last(Arc::new(webhook::ValidatingWebhooks::new(resolver)), true);
-        r
+        r.register_last(
+            Arc::new(webhook::ValidatingWebhooks::new(resolver).with_credentials(validating)),
+            true,
+        );
+        Ok(r)
     }
 
     /// [`with_builtins_resolving`](Self::with_builtins_resolving) with the

@@ -34,6 +34,7 @@ use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::config::WebhookCredentials;
 use super::matching::{self, Conditions, Target};
 use super::{Attributes, Context, Error, Operation, Plugin, async_trait};
 use crate::webhook::Client;
@@ -86,6 +87,9 @@ struct Hook {
     reinvoke: bool,
     conditions: Conditions,
     client_config: WebhookClientConfig,
+    /// Names the client of this webhook among the shared ones (its client
+    /// configuration and timeout).
+    client_key: String,
 }
 
 impl Hook {
@@ -115,6 +119,7 @@ struct Source {
     refreshing: tokio::sync::Mutex<()>,
     clients: Mutex<HashMap<String, Arc<Client>>>,
     resolver: Option<Arc<dyn ServiceResolver>>,
+    credentials: Option<Arc<WebhookCredentials>>,
 }
 
 /// Fields both webhook kinds have, to build a [`Hook`] from either.
@@ -125,7 +130,12 @@ trait WebhookFields {
 macro_rules! common_hook {
     ($w:expr, $configuration:expr, $reinvoke:expr) => {{
         let w = $w;
+        let timeout = u64::try_from(w.timeout_seconds.unwrap_or(10)).unwrap_or(10);
         Hook {
+            client_key: format!(
+                "{}|{timeout}",
+                serde_json::to_string(&w.client_config).unwrap_or_default()
+            ),
             configuration: $configuration.to_string(),
             conditions: Conditions::compile(&w.match_conditions),
             name: w.name,
@@ -135,9 +145,7 @@ macro_rules! common_hook {
             namespace_selector: w.namespace_selector,
             object_selector: w.object_selector,
             side_effects: w.side_effects.unwrap_or_default(),
-            timeout: Duration::from_secs(
-                u64::try_from(w.timeout_seconds.unwrap_or(10)).unwrap_or(10),
-            ),
+            timeout: Duration::from_secs(timeout),
             review_versions: w.admission_review_versions,
             reinvoke: $reinvoke,
             client_config: w.client_config,
@@ -189,6 +197,7 @@ impl Source {
             refreshing: tokio::sync::Mutex::new(()),
             clients: Mutex::default(),
             resolver,
+            credentials: None,
         }
     }
 
@@ -249,16 +258,16 @@ impl Source {
         Ok(fresh)
     }
 
+    fn user_for(&self, target: &str) -> Option<&super::config::UserCredentials> {
+        self.credentials.as_ref()?.for_target(target)
+    }
+
     /// The client of `hook` (shared by every webhook with the same client
     /// configuration and timeout, so connections are pooled).
     fn client(&self, hook: &Hook, ctx: &Context) -> Result<Arc<Client>, String> {
-        let key = format!(
-            "{}|{}",
-            serde_json::to_string(&hook.client_config).unwrap_or_default(),
-            hook.timeout.as_secs()
-        );
+        let key = &hook.client_key;
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = clients.get(&key) {
+        if let Some(c) = clients.get(key) {
             return Ok(c.clone());
         }
         let cc = &hook.client_config;
@@ -270,7 +279,17 @@ impl Source {
         let client = match (&cc.url, &cc.service) {
             (Some(url), _) => {
                 let sep = if url.contains('?') { '&' } else { '?' };
-                Client::for_url(&format!("{url}{sep}{timeout_param}"), ca, backstop)?
+                let target = url
+                    .parse::<http::Uri>()
+                    .ok()
+                    .and_then(|u| u.authority().map(|a| a.to_string()))
+                    .unwrap_or_default();
+                Client::for_url_as(
+                    &format!("{url}{sep}{timeout_param}"),
+                    ca,
+                    backstop,
+                    self.user_for(&target),
+                )?
             }
             (None, Some(svc)) => {
                 let port = u16::try_from(svc.port.unwrap_or(443)).map_err(|e| e.to_string())?;
@@ -288,13 +307,16 @@ impl Source {
                     .resolver
                     .clone()
                     .ok_or("no service resolver is configured")?;
-                Client::for_url(&url, ca, backstop)?.with_dial(Arc::new(ServiceDial {
-                    resolver,
-                    ctx: ctx.clone(),
-                    namespace: svc.namespace.clone(),
-                    name: svc.name.clone(),
-                    port,
-                }))
+                let target = format!("{}.{}.svc:{port}", svc.name, svc.namespace);
+                Client::for_url_as(&url, ca, backstop, self.user_for(&target))?.with_dial(Arc::new(
+                    ServiceDial {
+                        resolver,
+                        ctx: ctx.clone(),
+                        namespace: svc.namespace.clone(),
+                        name: svc.name.clone(),
+                        port,
+                    },
+                ))
             }
             (None, None) => return Err("neither url nor service is set".into()),
         };
@@ -302,7 +324,7 @@ impl Source {
         if clients.len() > 256 {
             clients.clear();
         }
-        clients.insert(key, client.clone());
+        clients.insert(key.clone(), client.clone());
         Ok(client)
     }
 }
@@ -587,6 +609,13 @@ impl MutatingWebhooks {
             source: Source::new("mutatingwebhookconfigurations", resolver),
         }
     }
+
+    /// The plugin presenting `credentials` to webhooks (by host, from the
+    /// admission configuration's kubeconfig).
+    pub fn with_credentials(mut self, credentials: Option<WebhookCredentials>) -> Self {
+        self.source.credentials = credentials.map(Arc::new);
+        self
+    }
 }
 
 impl ValidatingWebhooks {
@@ -595,6 +624,13 @@ impl ValidatingWebhooks {
         ValidatingWebhooks {
             source: Source::new("validatingwebhookconfigurations", resolver),
         }
+    }
+
+    /// The plugin presenting `credentials` to webhooks (by host, from the
+    /// admission configuration's kubeconfig).
+    pub fn with_credentials(mut self, credentials: Option<WebhookCredentials>) -> Self {
+        self.source.credentials = credentials.map(Arc::new);
+        self
     }
 }
 
