@@ -329,6 +329,7 @@ async fn mutating_webhooks_patch_reinvoke_and_annotate() {
     .await;
     let mut a = mutating("first.example.com", client_config(&first, "/"));
     a.reinvocation_policy = Some("IfNeeded".into());
+    a.rules = Some(vec![configmap_rule(&["CREATE", "UPDATE", "DELETE"])]);
     mutating_config(
         &client,
         "mutate",
@@ -360,6 +361,20 @@ async fn mutating_webhooks_patch_reinvoke_and_annotate() {
         stored.metadata.labels.unwrap_or_default().get("mutated"),
         Some(&"yes".to_string())
     );
+
+    // A DELETE reaches the mutating webhook with the stored object as
+    // oldObject.
+    cms.delete("patched", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let (review, _) = first.requests().pop().expect("delete review");
+    assert_eq!(review["request"]["operation"], "DELETE");
+    assert_eq!(
+        review["request"]["oldObject"]["metadata"]["name"],
+        "patched"
+    );
+    assert!(review["request"]["object"].is_null());
+    assert_eq!(review["request"]["options"]["kind"], "DeleteOptions");
 
     // The audit event of the create has the webhooks' annotations.
     let mut event = Value::Null;

@@ -42,9 +42,21 @@ impl Webhook {
     /// Starts a webhook answering with `handler`; with `client_ca`, the TLS
     /// handshake requires a client certificate of that CA.
     pub async fn start(handler: Handler, client_ca: Option<&TestCa>) -> Webhook {
+        Self::start_named(handler, client_ca, &[]).await
+    }
+
+    /// [`Webhook::start`] with a serving certificate that also names
+    /// `names` (e.g. a service's `<name>.<namespace>.svc`).
+    pub async fn start_named(
+        handler: Handler,
+        client_ca: Option<&TestCa>,
+        names: &[&str],
+    ) -> Webhook {
         let ca = TestCa::new("webhook-ca");
         let key = KeyPair::generate().expect("key");
-        let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+        let mut sans = vec!["127.0.0.1".to_string()];
+        sans.extend(names.iter().map(|n| n.to_string()));
+        let mut params = CertificateParams::new(sans).expect("params");
         params
             .distinguished_name
             .push(DnType::CommonName, "webhook");

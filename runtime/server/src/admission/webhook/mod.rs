@@ -592,6 +592,33 @@ fn observe(
         .observe(started.elapsed().as_secs_f64());
 }
 
+/// The stored object a request is about, in the hub form (`None` when it
+/// does not exist).
+async fn current_object(attrs: &Attributes, ctx: &Context) -> Result<Option<Value>, Error> {
+    let Some(codec) = &attrs.codec else {
+        return Ok(None);
+    };
+    let found = ctx
+        .lookup()
+        .get(
+            &attrs.group,
+            &attrs.version,
+            &attrs.resource,
+            &attrs.namespace,
+            &attrs.name,
+            true,
+        )
+        .await?;
+    found
+        .map(|obj| {
+            codec
+                .0
+                .decode(&attrs.version, obj)
+                .map_err(|e| Error::status(Status::internal(e.to_string())))
+        })
+        .transpose()
+}
+
 /// The mutating plugin.
 pub struct MutatingWebhooks {
     source: Source,
@@ -806,6 +833,20 @@ impl Plugin for MutatingWebhooks {
             .await?;
         if snapshot.hooks.is_empty() {
             return Ok(());
+        }
+        let may_see_delete = || {
+            snapshot.hooks.iter().any(|h| {
+                h.handles_group(&attrs.group)
+                    && h.rules
+                        .iter()
+                        .any(|r| r.operations.iter().any(|o| o == "*" || o == "DELETE"))
+            })
+        };
+        if attrs.operation() == Operation::Delete && attrs.old_object.is_none() && may_see_delete()
+        {
+            // The delete handler admits before reading the object; upstream's
+            // mutating webhooks see it as `oldObject`, so read it here.
+            attrs.old_object = current_object(attrs, ctx).await?;
         }
         let again = self.round(&snapshot.hooks, attrs, ctx, 0, None).await?;
         if !again.is_empty() {
