@@ -684,3 +684,99 @@ async fn admission_config_file_gives_webhook_credentials_by_host() {
     let (_, auth) = hook.requests().pop().expect("a review");
     assert_eq!(auth.as_deref(), Some("Bearer webhook-token"));
 }
+
+#[tokio::test]
+async fn webhooks_apply_to_custom_resources() {
+    use kube::api::{ApiResource, DynamicObject};
+    let server = common::Server::start().await;
+    let client = server.client().await;
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource {
+            group: "apiextensions.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "apiextensions.k8s.io/v1".into(),
+            kind: "CustomResourceDefinition".into(),
+            plural: "customresourcedefinitions".into(),
+        },
+    );
+    let crd: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "string"}}}
+                }}}
+            }]
+        }
+    }))
+    .expect("crd");
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("create crd");
+    let b64 = |v: Value| base64::engine::general_purpose::STANDARD.encode(v.to_string());
+    let hook = Webhook::start(
+        handler(move |review| {
+            let patch = json!([{"op": "replace", "path": "/spec/size", "value": "large"}]);
+            answer(
+                review,
+                json!({"allowed": true, "patchType": "JSONPatch", "patch": b64(patch)}),
+            )
+        }),
+        None,
+    )
+    .await;
+    let mut w = mutating("gadgets.example.com", client_config(&hook, "/"));
+    w.rules = Some(vec![RuleWithOperations {
+        operations: Some(vec!["CREATE".into()]),
+        api_groups: Some(vec!["example.com".into()]),
+        api_versions: Some(vec!["v1".into()]),
+        resources: Some(vec!["gadgets".into()]),
+        scope: Some("Namespaced".into()),
+    }]);
+    mutating_config(&client, "gadgets", vec![w]).await;
+    let gadgets: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            api_version: "example.com/v1".into(),
+            kind: "Gadget".into(),
+            plural: "gadgets".into(),
+        },
+    );
+    let mut n = 0;
+    common::eventually(
+        &server,
+        "the definition is served and the webhook applies",
+        || {
+            n += 1;
+            let gadget: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": "example.com/v1", "kind": "Gadget",
+                "metadata": {"name": format!("g{n}")}, "spec": {"size": "small"}
+            }))
+            .expect("gadget");
+            let gadgets = gadgets.clone();
+            async move {
+                gadgets
+                    .create(&PostParams::default(), &gadget)
+                    .await
+                    .is_ok_and(|obj| obj.data["spec"]["size"] == "large")
+            }
+        },
+    )
+    .await;
+    let (review, _) = hook.requests().pop().expect("review");
+    assert_eq!(
+        review["request"]["kind"],
+        json!({"group": "example.com", "version": "v1", "kind": "Gadget"})
+    );
+    assert_eq!(review["request"]["object"]["spec"]["size"], "small");
+}

@@ -21,7 +21,7 @@ pub type Handler = Arc<dyn Fn(&Value) -> (u16, Value) + Send + Sync>;
 /// A received request: its JSON body and `Authorization` header.
 pub type Received = (Value, Option<String>);
 
-/// A running webhook; stops when dropped.
+/// A running webhook; stops (closing its connections) when dropped.
 pub struct Webhook {
     /// The port it listens on (127.0.0.1).
     pub port: u16,
@@ -100,13 +100,17 @@ impl Webhook {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (c, r) = (calls.clone(), requests.clone());
         let task = tokio::spawn(async move {
+            // Connections live in this set, so stopping the webhook (aborting
+            // this task) also closes the connections clients keep open.
+            let mut connections = tokio::task::JoinSet::new();
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
                     return;
                 };
+                while connections.try_join_next().is_some() {}
                 let (acceptor, handler, calls, requests) =
                     (acceptor.clone(), handler.clone(), c.clone(), r.clone());
-                tokio::spawn(async move {
+                connections.spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
