@@ -27,8 +27,9 @@ fn kind_facts() {
     assert_eq!(Service::INFO.plural, "services");
     assert_eq!(Service::INFO.short_names, &["svc"]);
     assert_eq!(Service::INFO.categories, &["all"]);
-    assert!(Service::INFO.subresources.status);
-    assert!(Service::INFO.namespaced());
+    let info = Service::INFO;
+    assert!(info.subresources.status);
+    assert!(info.namespaced());
     assert_eq!(Endpoints::INFO.kind, "Endpoints");
     assert_eq!(Endpoints::INFO.plural, "endpoints");
     assert_eq!(Endpoints::INFO.short_names, &["ep"]);
