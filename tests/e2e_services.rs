@@ -240,3 +240,46 @@ async fn services_endpoints_and_slices() {
         ]
     );
 }
+
+/// `kubectl apply` (client-side, a strategic merge patch keyed by port)
+/// and `kubectl apply --server-side` of a Service.
+#[tokio::test]
+async fn kubectl_apply_service() {
+    let server = common::Server::start().await;
+    let k = common::kubectl::Kubectl::new(&server);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join("svc.yaml");
+    let manifest = |port: u16| {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: api\nspec:\n  selector:\n    app: api\n  ports:\n  - name: https\n    port: {port}\n    targetPort: 8443\n"
+        )
+    };
+    let path = file.to_string_lossy().into_owned();
+    std::fs::write(&file, manifest(443)).expect("write");
+    assert_eq!(k.ok(&["apply", "-f", &path]).trim(), "service/api created");
+    std::fs::write(&file, manifest(8080)).expect("write");
+    assert_eq!(
+        k.ok(&["apply", "-f", &path]).trim(),
+        "service/api configured"
+    );
+    let svc = k.json(&["get", "svc", "api"]);
+    assert_eq!(
+        svc["spec"]["ports"],
+        serde_json::json!([{"name": "https", "port": 8080, "protocol": "TCP", "targetPort": 8443}])
+    );
+    // Server-side apply keys the ports by (port, protocol), the protocol
+    // defaulted from the schema as upstream's.
+    let ssa = |port: u16| {
+        let text = manifest(port).replace("name: api\n", "name: api-ssa\n");
+        std::fs::write(&file, text).expect("write");
+        k.ok(&["apply", "--server-side", "-f", &path]);
+        k.json(&["get", "svc", "api-ssa"])
+    };
+    ssa(443);
+    let svc = ssa(9090);
+    assert_eq!(
+        svc["spec"]["ports"],
+        serde_json::json!([{"name": "https", "port": 9090, "protocol": "TCP", "targetPort": 8443}]),
+        "{svc}"
+    );
+}

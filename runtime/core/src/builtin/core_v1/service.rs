@@ -162,7 +162,7 @@ pub struct ServiceSpec {
 }
 
 /// ServicePort contains information on service's port.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, Validate)]
 #[serde(rename_all = "camelCase")]
 pub struct ServicePort {
     /// The name of this port within the service. This must be a DNS_LABEL.
@@ -172,7 +172,10 @@ pub struct ServicePort {
     pub name: String,
     /// The IP protocol for this port. Supports "TCP", "UDP", and "SCTP".
     /// Default is TCP.
+    // The published default lets server-side apply key the ports list by
+    // port and protocol, as upstream's schema does.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[validate(default = "TCP")]
     pub protocol: String,
     /// The application protocol for this port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
