@@ -20,8 +20,8 @@
 //! - [`scale`]: `autoscaling/v1` `Scale`, the body of every `/scale`
 //!   subresource, and its mapping onto an object.
 //! - [`builtin`]: the runtime's own groups (core `v1` Namespace, ConfigMap,
-//!   Secret; RBAC, coordination, flow control), declared with the same
-//!   macros as user groups.
+//!   Secret, Service, Endpoints; EndpointSlice; RBAC, coordination, flow
+//!   control, ...), declared with the same macros as user groups.
 //! - [`openapi`], [`discovery`]: documents generated from the scheme (at
 //!   build time, by the binary's `build.rs`); [`bundle`] puts them together.
 //! - `protobuf` (feature `protobuf`): Kubernetes protobuf for the built-in

@@ -1,16 +1,28 @@
-//! Core (`""` group) `v1`: Namespace, ConfigMap and Secret. With the
-//! `protobuf` feature they also speak Kubernetes protobuf
-//! ([`crate::protobuf`]).
+//! Core (`""` group) `v1`: Namespace, ConfigMap, Secret, Service and
+//! Endpoints. With the `protobuf` feature Namespace, ConfigMap and Secret
+//! also speak Kubernetes protobuf ([`crate::protobuf`]).
 
 mod bytes;
 mod config_map;
+mod endpoints;
+pub mod net;
 #[cfg(feature = "protobuf")]
 mod protobuf;
 mod secret;
+mod service;
+#[cfg(test)]
+mod service_tests;
 
 pub use bytes::{ByteString, MAX_DATA_SIZE, is_config_map_key};
 pub use config_map::ConfigMap;
+pub use endpoints::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints, validate_endpoints};
+pub use net::ObjectReference;
 pub use secret::{SECRET_TYPE_OPAQUE, Secret};
+pub use service::{
+    CLUSTER_IP_NONE, ClientIPConfig, IntOrString, LoadBalancerIngress, LoadBalancerStatus, Service,
+    ServicePort, ServiceSpec, ServiceStatus, SessionAffinityConfig, TYPE_CLUSTER_IP,
+    TYPE_EXTERNAL_NAME, TYPE_LOAD_BALANCER, TYPE_NODE_PORT, validate_service,
+};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -32,7 +44,13 @@ pub fn install(scheme: &mut Scheme) {
             .title("Kubernetes")
             .kind(with_protobuf(KindBuilder::<Namespace>::new().version::<Namespace>()).build())
             .kind(with_protobuf(KindBuilder::<ConfigMap>::new().version::<ConfigMap>()).build())
-            .kind(with_protobuf(KindBuilder::<Secret>::new().version::<Secret>()).build()),
+            .kind(with_protobuf(KindBuilder::<Secret>::new().version::<Secret>()).build())
+            .kind(KindBuilder::<Service>::new().version::<Service>().build())
+            .kind(
+                KindBuilder::<Endpoints>::new()
+                    .version::<Endpoints>()
+                    .build(),
+            ),
     );
 }
 

@@ -1,5 +1,6 @@
 //! The runtime's own API groups, declared with the same macros as user
-//! groups: core `v1` (Namespace, ConfigMap, Secret) and
+//! groups: core `v1` (Namespace, ConfigMap, Secret, Service, Endpoints),
+//! `discovery.k8s.io/v1` (EndpointSlice),
 //! `rbac.authorization.k8s.io/v1`, `coordination.k8s.io/v1` (Lease),
 //! `flowcontrol.apiserver.k8s.io/v1`, `apiextensions.k8s.io/v1`
 //! (CustomResourceDefinition) and `admissionregistration.k8s.io/v1`
@@ -9,6 +10,7 @@ pub mod admissionregistration_v1;
 pub mod apiextensions_v1;
 pub mod coordination_v1;
 pub mod core_v1;
+pub mod discovery_v1;
 pub mod flowcontrol_v1;
 pub mod printers;
 pub mod rbac_v1;
@@ -18,6 +20,7 @@ use crate::scheme::Scheme;
 /// Installs every built-in group.
 pub fn install(scheme: &mut Scheme) {
     core_v1::install(scheme);
+    discovery_v1::install(scheme);
     rbac_v1::install(scheme);
     coordination_v1::install(scheme);
     flowcontrol_v1::install(scheme);

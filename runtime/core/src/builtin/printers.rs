@@ -114,6 +114,277 @@ pub static WEBHOOK_CONFIGURATION: TablePrinter = TablePrinter {
     },
 };
 
+/// Service: NAME, TYPE, CLUSTER-IP, EXTERNAL-IP, PORT(S), AGE and (wide)
+/// SELECTOR, as upstream's `printService`.
+pub static SERVICE: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        column(
+            "Type",
+            "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer.",
+        ),
+        column(
+            "Cluster-IP",
+            "clusterIP is the IP address of the service and is usually assigned randomly.",
+        ),
+        column(
+            "External-IP",
+            "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.",
+        ),
+        column(
+            "Port(s)",
+            "The list of ports that are exposed by this service.",
+        ),
+        AGE,
+        PrinterColumn {
+            name: "Selector",
+            type_: "string",
+            json_path: "",
+            priority: 1,
+            description: "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify.",
+            format: "",
+        },
+    ],
+    cells: |obj| {
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        let type_ = string_at(spec, &["type"]);
+        let cluster_ip = spec
+            .get("clusterIPs")
+            .and_then(Value::as_array)
+            .and_then(|ips| ips.first())
+            .and_then(Value::as_str)
+            .unwrap_or("<none>");
+        let ports: Vec<String> = spec
+            .get("ports")
+            .and_then(Value::as_array)
+            .map(|ports| {
+                ports
+                    .iter()
+                    .map(|p| {
+                        let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+                        let protocol = string_at(p, &["protocol"]);
+                        match p.get("nodePort").and_then(Value::as_i64) {
+                            Some(node) if node > 0 => format!("{port}:{node}/{protocol}"),
+                            _ => format!("{port}/{protocol}"),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ports = if ports.is_empty() {
+            "<none>".to_string()
+        } else {
+            ports.join(",")
+        };
+        let selector = spec
+            .get("selector")
+            .and_then(Value::as_object)
+            .filter(|m| !m.is_empty())
+            .map_or_else(
+                || "<none>".to_string(),
+                |m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                },
+            );
+        vec![
+            name(obj),
+            json!(type_),
+            json!(cluster_ip),
+            json!(service_external_ip(obj, type_)),
+            json!(ports),
+            age(obj),
+            json!(selector),
+        ]
+    },
+};
+
+/// `getServiceExternalIP` (there are no `externalIPs` here): the load
+/// balancer's ingress points, `<pending>` without one, the external name.
+fn service_external_ip(obj: &Value, type_: &str) -> String {
+    match type_ {
+        "ClusterIP" | "NodePort" => "<none>".into(),
+        "LoadBalancer" => {
+            // `loadBalancerStatusStringer`, wide (the server prints every
+            // column): the sorted, distinct IPs or hostnames.
+            let ingress: std::collections::BTreeSet<&str> = obj
+                .pointer("/status/loadBalancer/ingress")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|i| {
+                    let ip = string_at(i, &["ip"]);
+                    let host = string_at(i, &["hostname"]);
+                    if !ip.is_empty() {
+                        Some(ip)
+                    } else if !host.is_empty() {
+                        Some(host)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            if ingress.is_empty() {
+                "<pending>".into()
+            } else {
+                ingress.into_iter().collect::<Vec<_>>().join(",")
+            }
+        }
+        "ExternalName" => string_at(obj, &["spec", "externalName"]).into(),
+        _ => "<unknown>".into(),
+    }
+}
+
+/// Endpoints: NAME, ENDPOINTS (up to three `ip:port`, then `+ N more...`),
+/// AGE, as upstream's `printEndpoints` / `formatEndpoints`.
+pub static ENDPOINTS: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        column(
+            "Endpoints",
+            "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service.",
+        ),
+        AGE,
+    ],
+    cells: |obj| vec![name(obj), json!(format_endpoints(obj)), age(obj)],
+};
+
+fn format_endpoints(obj: &Value) -> String {
+    const MAX: usize = 3;
+    let subsets = obj
+        .get("subsets")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if subsets.is_empty() {
+        return "<none>".into();
+    }
+    let mut list: Vec<String> = Vec::new();
+    let mut more = false;
+    let mut count = 0;
+    let array = |v: &Value, key: &str| -> Vec<Value> {
+        v.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for subset in subsets {
+        let addresses = array(subset, "addresses");
+        let ports = array(subset, "ports");
+        if ports.is_empty() {
+            // Headless services may have no ports.
+            count += addresses.len();
+            for a in &addresses {
+                if list.len() == MAX {
+                    more = true;
+                    break;
+                }
+                list.push(string_at(a, &["ip"]).to_string());
+            }
+            continue;
+        }
+        for port in &ports {
+            count += addresses.len();
+            let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
+            for a in &addresses {
+                if list.len() == MAX {
+                    more = true;
+                    break;
+                }
+                let ip = string_at(a, &["ip"]);
+                list.push(if ip.contains(':') {
+                    format!("[{ip}]:{number}")
+                } else {
+                    format!("{ip}:{number}")
+                });
+            }
+        }
+    }
+    let joined = list.join(",");
+    if more {
+        format!("{joined} + {} more...", count - MAX)
+    } else {
+        joined
+    }
+}
+
+/// EndpointSlice: NAME, ADDRESSTYPE, PORTS, ENDPOINTS, AGE, as upstream's
+/// `printEndpointSlice`.
+pub static ENDPOINT_SLICE: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        column(
+            "AddressType",
+            "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name.",
+        ),
+        column(
+            "Ports",
+            "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. When ports is empty, it indicates that there are no defined ports. When a port is defined with a nil port value, it indicates \"all ports\". Each slice may include a maximum of 100 ports.",
+        ),
+        column(
+            "Endpoints",
+            "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        let ports: Vec<String> = obj
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|p| match p.get("port").and_then(Value::as_i64) {
+                Some(n) => n.to_string(),
+                None => match p.get("name").and_then(Value::as_str) {
+                    Some(name) => name.to_string(),
+                    None => "<unset>".to_string(),
+                },
+            })
+            .collect();
+        let addresses: Vec<String> = obj
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .flat_map(|e| {
+                e.get("addresses")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .map(|a| a.as_str().unwrap_or_default().to_string())
+            .collect();
+        vec![
+            name(obj),
+            json!(string_at(obj, &["addressType"])),
+            json!(list_with_more(&ports)),
+            json!(list_with_more(&addresses)),
+            age(obj),
+        ]
+    },
+};
+
+/// `listWithMoreString` over the whole list: the first three, `+ N
+/// more...`, `<unset>` when empty.
+fn list_with_more(items: &[String]) -> String {
+    const MAX: usize = 3;
+    let joined = items
+        .iter()
+        .take(MAX)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(",");
+    if items.len() > MAX {
+        format!("{joined} + {} more...", items.len() - MAX)
+    } else if joined.is_empty() {
+        "<unset>".into()
+    } else {
+        joined
+    }
+}
+
 fn string_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
     path.iter()
         .try_fold(obj, |v, k| v.get(k))

@@ -105,7 +105,7 @@ pub fn validate_object_meta(
 
 /// `ValidateLabels`: every key a qualified name, every value a label
 /// value; errors at the labels' path (not the key's).
-fn validate_labels(labels: &BTreeMap<String, String>, path: &FieldPath, errs: &mut ErrorList) {
+pub fn validate_labels(labels: &BTreeMap<String, String>, path: &FieldPath, errs: &mut ErrorList) {
     for (k, v) in labels {
         for msg in is_qualified_name(k) {
             errs.push(FieldError::invalid(path, k.clone(), msg));

@@ -12,7 +12,7 @@ use std::fmt;
 mod meta;
 pub mod rules;
 
-pub use meta::{TOTAL_ANNOTATION_SIZE_LIMIT, validate_object_meta};
+pub use meta::{TOTAL_ANNOTATION_SIZE_LIMIT, validate_labels, validate_object_meta};
 
 use crate::meta::StatusCause;
 

@@ -37,6 +37,7 @@ fn schema() -> Arc<KindSchema> {
         "spec": {"type": "object", "properties": {
             "replicas": {"type": "integer"},
             "color": string,
+            "target": {"type": "string", "format": "int-or-string"},
             "tags": {"type": "array", "items": string, "x-kubernetes-list-type": "set"},
             "args": {"type": "array", "items": string},
             "containers": {"type": "array", "x-kubernetes-list-type": "map",
@@ -355,6 +356,37 @@ fn malformed_configurations_are_reported_with_their_paths() {
             .unwrap_err();
         assert_eq!(err.to_string(), want);
     }
+}
+
+/// An `IntOrString` (a string of format `int-or-string`) takes numbers
+/// and strings, as structured-merge-diff's untyped scalar.
+#[test]
+fn int_or_string_takes_numbers_and_strings() {
+    let versions = OneVersion(schema());
+    let fm = manager(&versions);
+    let live = obj(json!({}));
+    for target in [json!(8443), json!("https")] {
+        assert!(
+            fm.apply(
+                &live,
+                &obj(json!({"target": target})),
+                Managed::default(),
+                "a",
+                false
+            )
+            .is_ok()
+        );
+    }
+    let err = fm
+        .apply(
+            &live,
+            &obj(json!({"target": true})),
+            Managed::default(),
+            "a",
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(err.to_string(), ".spec.target: expected string, got bool");
 }
 
 #[test]

@@ -169,7 +169,12 @@ fn validate_at(value: &Value, node: &Node<'_>, path: &mut Path, errs: &mut Vec<S
         Ty::Untyped => {}
         Ty::Scalar => {
             let expected = node.extension("type").unwrap_or_default();
+            // `IntOrString` is published as a string of format
+            // `int-or-string`; structured-merge-diff types it as an
+            // untyped scalar.
+            let int_or_string = node.extension("format") == Some("int-or-string");
             let fits = match expected {
+                _ if int_or_string => value.is_string() || value.is_i64() || value.is_u64(),
                 "string" => value.is_string(),
                 "integer" => value.is_i64() || value.is_u64(),
                 "number" => value.is_number(),
