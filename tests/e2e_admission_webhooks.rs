@@ -780,3 +780,143 @@ async fn webhooks_apply_to_custom_resources() {
     );
     assert_eq!(review["request"]["object"]["spec"]["size"], "small");
 }
+
+/// This machine's non-loopback IPv4 address (the source address of its
+/// default route, else the first of `hostname -I`).
+fn host_address() -> String {
+    let routed = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map(|a| a.ip())
+        .ok()
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified());
+    if let Some(ip) = routed {
+        return ip.to_string();
+    }
+    let out = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .expect("hostname -I");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|a| {
+            a.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| !ip.is_loopback())
+        })
+        .expect("a non-loopback IPv4 address on this machine")
+        .to_string()
+}
+
+#[tokio::test]
+async fn service_references_resolve_through_endpoints_and_external_names() {
+    use k8s_openapi::api::admissionregistration::v1::ServiceReference;
+    use k8s_openapi::api::core::v1::{Endpoints, Service};
+    let server = common::Server::start().await;
+    let client = server.client().await;
+    // One webhook, its certificate naming both services, listening on the
+    // machine's own address: Endpoints may not name loopback addresses
+    // (`ValidateNonSpecialIP`).
+    let host_ip = host_address();
+    let hook = Webhook::start_on(
+        handler(|review| {
+            answer(
+                review,
+                json!({"allowed": false, "status": {"code": 403, "message": format!("via {}", review["request"]["name"])}}),
+            )
+        }),
+        None,
+        &["hook.default.svc", "external.default.svc"],
+        &host_ip,
+    )
+    .await;
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
+    let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), "default");
+    // A ClusterIP service routed to its Endpoints (127.0.0.1:<webhook>).
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "hook"},
+        "spec": {"ports": [{"port": 443, "targetPort": hook.port}]}
+    }))
+    .expect("service");
+    services
+        .create(&PostParams::default(), &svc)
+        .await
+        .expect("service");
+    let ep: Endpoints = serde_json::from_value(json!({
+        "metadata": {"name": "hook"},
+        "subsets": [{"addresses": [{"ip": host_ip}], "ports": [{"port": hook.port}]}]
+    }))
+    .expect("endpoints");
+    endpoints
+        .create(&PostParams::default(), &ep)
+        .await
+        .expect("endpoints");
+    // An ExternalName service: dialled at <externalName>:<port>.
+    let external: Service = serde_json::from_value(json!({
+        "metadata": {"name": "external"},
+        "spec": {"type": "ExternalName", "externalName": host_ip}
+    }))
+    .expect("service");
+    services
+        .create(&PostParams::default(), &external)
+        .await
+        .expect("external service");
+
+    let by_service = |name: &str, port: Option<i32>, key: &str| {
+        let mut w = validating(
+            &format!("{name}.example.com"),
+            WebhookClientConfig {
+                service: Some(ServiceReference {
+                    namespace: "default".into(),
+                    name: name.into(),
+                    path: Some("/check".into()),
+                    port,
+                }),
+                ca_bundle: Some(ByteString(hook.ca.cert_pem.clone().into_bytes())),
+                ..Default::default()
+            },
+        );
+        w.object_selector = Some(LabelSelector {
+            match_labels: Some([(key.to_string(), "true".to_string())].into()),
+            ..Default::default()
+        });
+        w
+    };
+    let missing = by_service("missing", None, "missing");
+    validating_config(
+        &client,
+        "services",
+        vec![
+            by_service("hook", None, "endpoints"),
+            by_service("external", Some(i32::from(hook.port)), "external"),
+            missing,
+        ],
+    )
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    wait_refused(&server, &cms, &[("endpoints", "true")]).await;
+    for (name, label, webhook) in [
+        ("a", "endpoints", "hook.example.com"),
+        ("b", "external", "external.example.com"),
+    ] {
+        let status = api_status(
+            cms.create(&PostParams::default(), &cm(name, &[(label, "true")]))
+                .await
+                .expect_err("denied by the service's webhook"),
+        );
+        assert_eq!(
+            status.message,
+            format!("admission webhook \"{webhook}\" denied the request: via \"{name}\""),
+        );
+    }
+    // A service that does not exist: the call fails (failurePolicy Fail).
+    let status = api_status(
+        cms.create(&PostParams::default(), &cm("c", &[("missing", "true")]))
+            .await
+            .expect_err("no such service"),
+    );
+    assert_eq!(status.code, 500);
+    assert_eq!(
+        status.message,
+        "Internal error occurred: failed calling webhook \"missing.example.com\": failed to call webhook: Post \"https://missing.default.svc:443/check?timeout=10s\": service \"missing\" not found"
+    );
+}

@@ -52,6 +52,16 @@ impl Webhook {
         client_ca: Option<&TestCa>,
         names: &[&str],
     ) -> Webhook {
+        Self::start_on(handler, client_ca, names, "127.0.0.1").await
+    }
+
+    /// [`Webhook::start_named`] listening on `ip` instead of 127.0.0.1.
+    pub async fn start_on(
+        handler: Handler,
+        client_ca: Option<&TestCa>,
+        names: &[&str],
+        ip: &str,
+    ) -> Webhook {
         let ca = TestCa::new("webhook-ca");
         let key = KeyPair::generate().expect("key");
         let mut sans = vec!["127.0.0.1".to_string()];
@@ -92,9 +102,7 @@ impl Webhook {
             )
             .expect("server config");
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let calls = Arc::new(AtomicUsize::new(0));
         let requests = Arc::new(Mutex::new(Vec::new()));

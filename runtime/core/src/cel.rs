@@ -42,14 +42,6 @@ fn env() -> Arc<cel::Env> {
     ENV.get_or_init(|| Arc::new(cel::Env::stdlib())).clone()
 }
 
-/// The CEL environment Kubernetes expressions compile in: the standard
-/// library, the strings extension and the Kubernetes functions (`isIP`,
-/// `quantity`, ...) that CRD rules use; admission match conditions and
-/// policies compile in it too.
-pub fn kubernetes_env() -> Arc<cel::Env> {
-    crate::apiextensions::rules::env()
-}
-
 /// The JSON type name Kubernetes shows as the bad value of a failed rule.
 pub fn type_name(value: &Value) -> &'static str {
     match value {

@@ -78,6 +78,18 @@ impl Error {
 /// `DefaultRequestTimeout`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The client credentials of one kubeconfig user.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserCredentials {
+    /// A bearer token (`token` or `tokenFile`).
+    pub token: Option<String>,
+    /// Basic authentication (`username`, `password`).
+    pub basic: Option<(String, String)>,
+    /// A client certificate chain and key, PEM
+    /// (`client-certificate(-data)`, `client-key(-data)`).
+    pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
+}
+
 /// Where a client connects: `(host, port)`, or why it cannot.
 pub type DialResult = Result<(String, u16), String>;
 
@@ -221,7 +233,7 @@ impl Client {
         url: &str,
         ca_bundle: Option<&[u8]>,
         timeout: Duration,
-        credentials: Option<&crate::admission::config::UserCredentials>,
+        credentials: Option<&UserCredentials>,
     ) -> Result<Self, String> {
         use rustls_pki_types::pem::PemObject;
         let uri: http::Uri = url.parse().map_err(|e| format!("url {url:?}: {e}"))?;

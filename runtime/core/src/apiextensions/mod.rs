@@ -127,6 +127,14 @@ mod embedded;
 mod formats;
 mod prune;
 pub(crate) mod rules;
+
+/// The CEL environment Kubernetes expressions compile in: the standard
+/// library, the strings extension and the Kubernetes functions (`isIP`,
+/// `quantity`, ...) that CRD rules use; admission match conditions and
+/// policies compile in it too.
+pub fn cel_env() -> std::sync::Arc<cel::Env> {
+    rules::env()
+}
 mod schema;
 #[cfg(test)]
 mod tests;

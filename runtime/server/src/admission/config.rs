@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub use crate::webhook::UserCredentials;
+
 /// A bad admission configuration file.
 #[derive(Debug, thiserror::Error)]
 #[error("admission configuration {path:?}: {message}")]
@@ -101,18 +103,6 @@ impl AdmissionConfig {
             .map(Some)
             .map_err(|message| ConfigError { path, message })
     }
-}
-
-/// The client credentials of one kubeconfig user.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UserCredentials {
-    /// A bearer token (`token` or `tokenFile`).
-    pub token: Option<String>,
-    /// Basic authentication (`username`, `password`).
-    pub basic: Option<(String, String)>,
-    /// A client certificate chain and key, PEM
-    /// (`client-certificate(-data)`, `client-key(-data)`).
-    pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 /// Webhook client credentials by webhook host, from a kubeconfig whose

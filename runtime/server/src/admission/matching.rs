@@ -141,7 +141,7 @@ impl Conditions {
     /// condition is evaluated; validation refuses such conditions on
     /// write).
     pub fn compile(conditions: &[MatchCondition]) -> Self {
-        let env = apiforge_core::cel::kubernetes_env();
+        let env = apiforge_core::apiextensions::cel_env();
         Conditions(
             conditions
                 .iter()
@@ -174,7 +174,7 @@ impl Conditions {
         if self.0.is_empty() {
             return Ok(true);
         }
-        let env = apiforge_core::cel::kubernetes_env();
+        let env = apiforge_core::apiextensions::cel_env();
         let mut cel_ctx = cel::Context::with_env(env);
         let to_cel = |v: Option<&Value>| v.map_or(cel::Value::Null, apiforge_core::cel::to_cel);
         cel_ctx.add_variable_from_value("object", to_cel(object));

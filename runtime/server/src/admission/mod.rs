@@ -22,6 +22,7 @@
 pub mod config;
 pub mod matching;
 pub mod namespace_lifecycle;
+pub mod service_resolver;
 #[cfg(test)]
 mod tests;
 pub mod typed;

@@ -14,7 +14,6 @@ pub mod informer;
 mod lifecycle;
 mod lookup;
 mod selector;
-pub mod service_resolver;
 mod stores;
 #[cfg(test)]
 mod subresource_tests;

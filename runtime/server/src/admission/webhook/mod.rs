@@ -66,10 +66,47 @@ pub trait ServiceResolver: Send + Sync {
     ) -> super::BoxFuture<'a, Result<(String, u16), String>>;
 }
 
-/// The service resolver the runtime uses unless told otherwise (none yet:
-/// a `service` reference fails to resolve).
+/// The service resolver the runtime uses unless told otherwise: the
+/// Service, Endpoints and EndpointSlices this server stores
+/// ([`super::service_resolver`]).
 pub fn default_resolver() -> Option<Arc<dyn ServiceResolver>> {
-    None
+    Some(Arc::new(StoredServices))
+}
+
+/// Resolves `service` references through the stored Services.
+struct StoredServices;
+
+impl ServiceResolver for StoredServices {
+    fn resolve<'a>(
+        &'a self,
+        ctx: &'a Context,
+        namespace: &'a str,
+        name: &'a str,
+        port: u16,
+    ) -> super::BoxFuture<'a, Result<(String, u16), String>> {
+        Box::pin(async move {
+            let resolved = super::service_resolver::resolve_service(
+                ctx.lookup(),
+                namespace,
+                name,
+                i32::from(port),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            split_host_port(&resolved.host_port)
+        })
+    }
+}
+
+/// `host:port` (IPv6 hosts in brackets) as a host and a port.
+fn split_host_port(host_port: &str) -> Result<(String, u16), String> {
+    let (host, port) = host_port
+        .rsplit_once(':')
+        .ok_or_else(|| format!("address {host_port}: missing port"))?;
+    let port = port
+        .parse()
+        .map_err(|e| format!("address {host_port}: {e}"))?;
+    Ok((host.trim_matches(['[', ']']).to_string(), port))
 }
 
 /// One webhook of a configuration, ready to match and call.

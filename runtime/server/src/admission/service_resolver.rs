@@ -29,7 +29,7 @@ use rand::Rng;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::admission::Lookup;
+use super::Lookup;
 use crate::error::ApiError;
 
 /// Where a Service reference leads.
