@@ -1,7 +1,9 @@
 //! ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding
 //! (`admissionregistration.k8s.io/v1`): upstream's types, the defaults of
-//! `SetDefaults_ValidatingAdmissionPolicySpec`, `SetDefaults_MatchResources`,
-//! `SetDefaults_ParamRef` and `SetDefaults_Rule`, and the checks of
+//! `SetDefaults_ValidatingAdmissionPolicySpec`, `SetDefaults_MatchResources`
+//! and `SetDefaults_Rule` (v1 has no `SetDefaults_ParamRef`: only v1alpha1
+//! defaults `parameterNotFoundAction`, v1 requires it; the plugin treats an
+//! absent one as `Deny`, as upstream's `CollectParams`), and the checks of
 //! upstream's `ValidateValidatingAdmissionPolicy` and
 //! `ValidateValidatingAdmissionPolicyBinding` (see [`super::validation`]).
 //! The policies are enforced by the server's `ValidatingAdmissionPolicy`
@@ -459,10 +461,6 @@ impl Strategy for ValidatingAdmissionPolicyBinding {
     fn default_fields(&mut self) {
         if let Some(m) = &mut self.spec.match_resources {
             m.set_defaults();
-        }
-        if let Some(p) = &mut self.spec.param_ref {
-            p.parameter_not_found_action
-                .get_or_insert_with(|| "Deny".into());
         }
     }
 

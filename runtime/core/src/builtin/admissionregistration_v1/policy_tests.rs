@@ -65,7 +65,9 @@ fn kind_facts() {
 }
 
 /// `SetDefaults_ValidatingAdmissionPolicySpec`, `SetDefaults_MatchResources`,
-/// `SetDefaults_Rule`, `SetDefaults_ParamRef` (v1 `defaults.go`).
+/// `SetDefaults_Rule` (v1 `defaults.go`; v1, like v1beta1, has no
+/// `SetDefaults_ParamRef`, so `parameterNotFoundAction` stays unset and
+/// `validateParamRef` requires it).
 #[test]
 fn defaults() {
     let p = policy(json!({}));
@@ -85,8 +87,14 @@ fn defaults() {
         json!({"policyName": "p", "paramRef": {"name": "x"}, "validationActions": ["Deny"]}),
     );
     let pr = b.spec.param_ref.as_ref().expect("paramRef");
-    assert_eq!(pr.parameter_not_found_action.as_deref(), Some("Deny"));
+    assert_eq!(pr.parameter_not_found_action, None);
     assert!(b.spec.match_resources.is_none());
+    assert_eq!(
+        lines(&b.validate_create()),
+        ["spec.paramRef.parameterNotFoundAction: Required value"]
+    );
+    let b = binding(json!({"policyName": "p", "validationActions": ["Deny"],
+        "paramRef": {"name": "x", "parameterNotFoundAction": "Allow"}}));
     assert!(
         b.validate_create().is_empty(),
         "{:?}",
