@@ -466,6 +466,31 @@ mod tests {
         assert!(object_selector_matches(None, &a));
     }
 
+    /// The policies' `matchesResourceRules`: a rule with `resourceNames`
+    /// matches only those names (the request's, else the new object's).
+    #[test]
+    fn named_rules_and_resource_names() {
+        let named = |names: &[&str]| NamedRuleWithOperations {
+            resource_names: names.iter().map(|s| s.to_string()).collect(),
+            operations: vec!["*".into()],
+            api_groups: vec!["wardle.example.com".into()],
+            api_versions: vec!["*".into()],
+            resources: vec!["flunders".into()],
+            scope: None,
+        };
+        let mut a = attrs(Operation::Create, "flunders", "", "ns");
+        a.object = Some(json!({"metadata": {"name": "one"}}));
+        let hit = named_rules_match(&[named(&[])], true, &a).expect("any name");
+        assert_eq!(hit.version, "v1beta1");
+        assert!(named_rules_match(&[named(&["one", "two"])], true, &a).is_some());
+        assert!(named_rules_match(&[named(&["two"])], true, &a).is_none());
+        a.name = "two".into();
+        assert!(named_rules_match(&[named(&["two"])], false, &a).is_some());
+        let mut other = named(&[]);
+        other.resources = vec!["fischers".into()];
+        assert!(named_rules_match(&[other], true, &a).is_none());
+    }
+
     #[test]
     fn match_conditions() {
         let conds = Conditions::compile(&[
