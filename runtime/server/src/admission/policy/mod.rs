@@ -82,13 +82,67 @@ impl Expression {
     /// them (`expression '<expr>' resulted in error: <why>`, and
     /// `compilation error: <why>` for one that does not compile).
     fn run(&self, ctx: &cel::Context<'_, '_>) -> Result<cel::Value, String> {
+        self.eval(ctx).map_err(|e| match e {
+            EvalFailure::Compile(e) => format!("compilation error: {e}"),
+            EvalFailure::Execute(e) => {
+                format!("expression '{}' resulted in error: {e}", self.source)
+            }
+        })
+    }
+
+    fn eval(&self, ctx: &cel::Context<'_, '_>) -> Result<cel::Value, EvalFailure> {
         match &self.program {
             Ok(p) => p
                 .execute(ctx)
-                .map_err(|e| format!("expression '{}' resulted in error: {e}", self.source)),
-            Err(e) => Err(format!("compilation error: {e}")),
+                .map_err(|e| EvalFailure::Execute(e.to_string())),
+            Err(e) => Err(EvalFailure::Compile(e.clone())),
         }
     }
+}
+
+/// Why an expression gave no value.
+enum EvalFailure {
+    Compile(String),
+    Execute(String),
+}
+
+/// The variables of one evaluation, evaluated in order; the ones that
+/// failed keep upstream's error (`composited variable "<name>" fails to
+/// evaluate: <why>`, from `variableAccessor.Callback`).
+#[derive(Default)]
+struct Variables {
+    failed: Vec<(String, String)>,
+}
+
+impl Variables {
+    /// The failure of the first failed variable `source` uses.
+    fn failure_in(&self, source: &str) -> Option<&str> {
+        self.failed
+            .iter()
+            .find(|(name, _)| mentions(source, name))
+            .map(|(_, e)| e.as_str())
+    }
+
+    /// Runs `e` as [`Expression::run`] does, except that when it fails on a
+    /// failed variable the variable's error is the reason, as upstream's
+    /// lazy variables report it.
+    fn run(&self, e: &Expression, ctx: &cel::Context<'_, '_>) -> Result<cel::Value, String> {
+        e.run(ctx).map_err(|err| match self.failure_in(&e.source) {
+            Some(why) => format!("expression '{}' resulted in error: {why}", e.source),
+            None => err,
+        })
+    }
+}
+
+/// Whether `source` reads `variables.<name>` (as a whole identifier).
+fn mentions(source: &str, name: &str) -> bool {
+    let needle = format!("variables.{name}");
+    source.match_indices(&needle).any(|(at, _)| {
+        source[at + needle.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c == '_' || c.is_ascii_alphanumeric()))
+    })
 }
 
 struct CompiledValidation {
@@ -496,33 +550,36 @@ fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Ou
         }
     }
     // Variables in order, each seeing the earlier ones; one that fails
-    // is absent, so an expression using it fails in turn.
-    let mut variables: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
-    let mut variable_errors: Vec<(String, String)> = Vec::new();
-    if !policy.variables.is_empty() {
-        for (name, expression) in &policy.variables {
-            ctx.add_variable_from_value("variables", cel::Value::Map(variables.clone().into()));
-            match expression.run(&ctx) {
-                Ok(v) => {
-                    variables.insert(cel::objects::Key::from(name.as_str()), v);
-                }
-                Err(e) => variable_errors.push((name.clone(), e)),
+    // is absent, and an expression using it fails with its error.
+    let mut values: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
+    let mut vars = Variables::default();
+    for (name, expression) in &policy.variables {
+        ctx.add_variable_from_value("variables", cel::Value::Map(values.clone().into()));
+        match expression.eval(&ctx) {
+            Ok(v) => {
+                values.insert(cel::objects::Key::from(name.as_str()), v);
+            }
+            Err(failure) => {
+                let why = match failure {
+                    EvalFailure::Compile(e) => {
+                        format!("composited variable {name:?} fails to compile: {e}")
+                    }
+                    EvalFailure::Execute(e) => {
+                        let e = vars
+                            .failure_in(&expression.source)
+                            .map_or(e, str::to_string);
+                        format!("composited variable {name:?} fails to evaluate: {e}")
+                    }
+                };
+                vars.failed.push((name.clone(), why));
             }
         }
     }
-    ctx.add_variable_from_value("variables", cel::Value::Map(variables.into()));
-    // An expression that failed on a failed variable reports the
-    // variable's error.
-    let explain = |source: &str, err: String| {
-        variable_errors
-            .iter()
-            .find(|(name, _)| source.contains(&format!("variables.{name}")))
-            .map_or(err, |(_, e)| e.clone())
-    };
+    ctx.add_variable_from_value("variables", cel::Value::Map(values.into()));
     let mut outcome = Outcome::default();
     for v in &policy.validations {
-        let decision = match v.expression.run(&ctx) {
-            Err(e) => on_error(explain(&v.expression.source, e)),
+        let decision = match vars.run(&v.expression, &ctx) {
+            Err(e) => on_error(e),
             Ok(cel::Value::Bool(true)) => Decision::Admit,
             Ok(_) => {
                 let mut message = String::new();
@@ -555,7 +612,7 @@ fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Ou
         outcome.decisions.push(decision);
     }
     for (key, expression) in &policy.audit_annotations {
-        let error = match expression.run(&ctx) {
+        let error = match vars.run(expression, &ctx) {
             Ok(cel::Value::String(s)) => {
                 let value = s.trim();
                 if !value.is_empty() {
@@ -579,7 +636,7 @@ fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Ou
                 tracing::debug!(error = %e, "audit annotation failed, ignored");
                 None
             }
-            Err(e) => Some(explain(&expression.source, e)),
+            Err(e) => Some(e),
         };
         if let Some(e) = error {
             // An unsupported type denies whatever the failure policy.

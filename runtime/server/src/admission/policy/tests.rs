@@ -172,3 +172,35 @@ fn denial_status() {
         )
     );
 }
+
+/// A variable that fails to evaluate surfaces in the expressions that use
+/// it as upstream's `variableAccessor.Callback` words it.
+#[test]
+fn failed_variables() {
+    let p = policy(json!({
+        "variables": [
+            {"name": "owner", "expression": "object.data.owner"},
+            {"name": "ownerLen", "expression": "size(variables.owner)"},
+        ],
+        "validations": [
+            {"expression": "variables.owner != ''"},
+            {"expression": "variables.ownerLen > 0"},
+            {"expression": "true"},
+        ],
+    }));
+    let out = evaluate(&p, &activation(json!({"data": {}})), &cel::Value::Null);
+    let messages: Vec<_> = out.decisions.iter().map(denial).collect();
+    let (first, _) = messages[0].clone().expect("denied");
+    assert!(
+        first.starts_with("expression 'variables.owner != ''' resulted in error: composited variable \"owner\" fails to evaluate: "),
+        "{first}"
+    );
+    let (second, _) = messages[1].clone().expect("denied");
+    assert!(
+        second.starts_with("expression 'variables.ownerLen > 0' resulted in error: composited variable \"ownerLen\" fails to evaluate: composited variable \"owner\" fails to evaluate: "),
+        "{second}"
+    );
+    assert!(messages[2].is_none());
+    assert!(mentions("variables.owner == 1", "owner"));
+    assert!(!mentions("variables.ownerLen == 1", "owner"));
+}
