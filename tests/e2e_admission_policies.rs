@@ -466,6 +466,54 @@ async fn replica_limit_with_a_param_config_map() {
         async move { widgets.create(&PostParams::default(), &w).await.ok() }
     })
     .await;
+
+    // A selector picks every matching param; each is evaluated, so the
+    // smallest limit decides.
+    for (name, max) in [("limit-a", "50"), ("limit-b", "20")] {
+        cms.create(
+            &PostParams::default(),
+            &config_map(
+                name,
+                json!({"limits": "widgets"}),
+                json!({"maxReplicas": max}),
+            ),
+        )
+        .await
+        .expect("param");
+    }
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding(
+                "by-selector.example.com",
+                json!({"policyName": "replica-limit.example.com", "validationActions": ["Deny"],
+                    "paramRef": {"selector": {"matchLabels": {"limits": "widgets"}},
+                        "parameterNotFoundAction": "Deny"}}),
+            ),
+        )
+        .await
+        .expect("selector binding");
+    let s = eventually_some(&server, "the smallest selected limit", |n| {
+        let widgets = widgets.clone();
+        let w = widget(&format!("thirty-{n}"), 30);
+        async move {
+            widgets
+                .create(&PostParams::default(), &w)
+                .await
+                .err()
+                .map(api_status)
+        }
+    })
+    .await;
+    assert!(
+        s.message.ends_with("with binding 'by-selector.example.com' denied request: object.spec.replicas must be no greater than 20"),
+        "{}",
+        s.message
+    );
+    widgets
+        .create(&PostParams::default(), &widget("ten", 10))
+        .await
+        .expect("within every selected limit");
 }
 
 /// A label requirement bound to namespaces labelled `environment: test`
