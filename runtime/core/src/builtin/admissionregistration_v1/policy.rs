@@ -437,11 +437,17 @@ impl Strategy for ValidatingAdmissionPolicy {
         validation::validate_policy(self, false)
     }
 
+    /// Also `ValidateValidatingAdmissionPolicyStatusUpdate`'s checks: a
+    /// write through `/status` is validated here too.
     fn validate_update(&self, old: &Self) -> ErrorList {
-        validation::validate_policy(
+        let mut errs = validation::validate_policy(
             self,
             self.spec.match_conditions == old.spec.match_conditions,
-        )
+        );
+        if let Some(status) = &self.status {
+            errs.extend(validation::validate_policy_status(status));
+        }
+        errs
     }
 
     fn allow_unconditional_update() -> bool {

@@ -403,3 +403,35 @@ fn printers() {
     );
     assert_eq!(b(Value::Null), json!("<unset>"));
 }
+
+/// `validateValidatingAdmissionPolicyStatus` (`validateExpressionWarning`,
+/// metav1's `ValidateConditions`), run on updates (the `/status` writes).
+#[test]
+fn status_validation() {
+    let old = policy(json!({}));
+    let mut new = old.clone();
+    new.status = Some(
+        serde_json::from_value(json!({
+            "typeChecking": {"expressionWarnings": [{"fieldRef": " ", "warning": ""}]},
+            "conditions": [{"type": "", "status": "Maybe"}],
+        }))
+        .expect("status"),
+    );
+    let errs = new.validate_update(&old);
+    assert_has(
+        &errs,
+        "status.typeChecking.expressionWarnings[0].warning: Required value",
+    );
+    assert_has(
+        &errs,
+        "status.typeChecking.expressionWarnings[0].fieldRef: Required value",
+    );
+    assert_has(
+        &errs,
+        "status.conditions[0].type: Required value: must be set",
+    );
+    assert_has(
+        &errs,
+        "status.conditions[0].status: Unsupported value: \"Maybe\": supported values: \"False\", \"True\", \"Unknown\"",
+    );
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use super::policy::{
     MatchResources, NamedRuleWithOperations, ParamKind, ParamRef, ValidatingAdmissionPolicy,
-    ValidatingAdmissionPolicyBinding, Validation,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyStatus, Validation,
 };
 use super::{
     LabelSelector, MatchCondition, MutatingWebhook, MutatingWebhookConfiguration,
@@ -1254,6 +1254,48 @@ fn param_ref(pr: &ParamRef, path: &FieldPath) -> ErrorList {
             other,
             &["Deny", "Allow"],
         )),
+    }
+    errs
+}
+
+/// `validateValidatingAdmissionPolicyStatus`: each type-checking warning
+/// has a warning and a field reference; each condition a qualified type and
+/// a status of `True`, `False` or `Unknown` (the checks of metav1's
+/// `ValidateConditions` users get wrong).
+pub fn validate_policy_status(status: &ValidatingAdmissionPolicyStatus) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let path = FieldPath::new("status");
+    if let Some(tc) = &status.type_checking {
+        let warnings = path.child("typeChecking").child("expressionWarnings");
+        for (i, w) in tc.expression_warnings.iter().enumerate() {
+            if w.warning.is_empty() {
+                errs.push(FieldError::required(warnings.index(i).child("warning"), ""));
+            }
+            if w.field_ref.trim().is_empty() {
+                errs.push(FieldError::required(
+                    warnings.index(i).child("fieldRef"),
+                    "",
+                ));
+            }
+        }
+    }
+    for (i, c) in status.conditions.iter().enumerate() {
+        let p = path.child("conditions").index(i);
+        if c.type_.is_empty() {
+            errs.push(FieldError::required(p.child("type"), "must be set"));
+        } else {
+            for msg in is_qualified_name(&c.type_) {
+                errs.push(FieldError::invalid(p.child("type"), c.type_.as_str(), msg));
+            }
+        }
+        const STATUSES: [&str; 3] = ["False", "True", "Unknown"];
+        if !STATUSES.contains(&c.status.as_str()) {
+            errs.push(FieldError::not_supported(
+                p.child("status"),
+                c.status.as_str(),
+                &STATUSES,
+            ));
+        }
     }
     errs
 }
