@@ -4,7 +4,8 @@
 //! `SetDefaults_ServiceReference`; the checks of upstream's
 //! `ValidateMutatingWebhookConfiguration` and
 //! `ValidateValidatingWebhookConfiguration`, see [`validation`]). Calling
-//! the webhooks is not done here.
+//! the webhooks is not done here. ValidatingAdmissionPolicy and its binding
+//! are in [`policy`].
 
 use std::collections::BTreeMap;
 
@@ -18,7 +19,15 @@ use crate::resource::Strategy;
 use crate::scheme::{Group, KindBuilder, Scheme};
 use crate::validation::ErrorList;
 
+pub mod policy;
 pub mod validation;
+
+pub use policy::{
+    AuditAnnotation, MatchResources, NamedRuleWithOperations, ParamKind, ParamRef,
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    ValidatingAdmissionPolicyBindingSpec, ValidatingAdmissionPolicySpec,
+    ValidatingAdmissionPolicyStatus, Validation, Variable,
+};
 
 #[cfg(test)]
 mod tests;
@@ -40,6 +49,16 @@ pub fn install(scheme: &mut Scheme) {
             .kind(
                 KindBuilder::<ValidatingWebhookConfiguration>::new()
                     .version::<ValidatingWebhookConfiguration>()
+                    .build(),
+            )
+            .kind(
+                KindBuilder::<ValidatingAdmissionPolicy>::new()
+                    .version::<ValidatingAdmissionPolicy>()
+                    .build(),
+            )
+            .kind(
+                KindBuilder::<ValidatingAdmissionPolicyBinding>::new()
+                    .version::<ValidatingAdmissionPolicyBinding>()
                     .build(),
             ),
     );

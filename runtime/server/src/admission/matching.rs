@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{Attributes, Context, Error, Operation};
 use apiforge_core::builtin::admissionregistration_v1::{
-    LabelSelector, MatchCondition, RuleWithOperations,
+    LabelSelector, MatchCondition, NamedRuleWithOperations, RuleWithOperations,
 };
 use apiforge_core::meta::Status;
 
@@ -180,10 +180,16 @@ impl Conditions {
         cel_ctx.add_variable_from_value("object", to_cel(object));
         cel_ctx.add_variable_from_value("oldObject", to_cel(old_object));
         cel_ctx.add_variable_from_value("request", apiforge_core::cel::to_cel(request));
+        self.evaluate_in(&cel_ctx)
+    }
+
+    /// [`evaluate`](Self::evaluate) with the variables already bound in
+    /// `cel_ctx` (policies add `params`).
+    pub fn evaluate_in(&self, cel_ctx: &cel::Context<'_, '_>) -> Result<bool, String> {
         let mut errors = Vec::new();
         for (name, program) in &self.0 {
             let result = match program {
-                Ok(program) => program.execute(&cel_ctx).map_err(|e| e.to_string()),
+                Ok(program) => program.execute(cel_ctx).map_err(|e| e.to_string()),
                 Err(e) => Err(e.clone()),
             };
             match result {
@@ -203,6 +209,88 @@ impl Conditions {
             Err(format!("[{}]", errors.join(", ")))
         }
     }
+}
+
+/// The version of the request's kind a rule matched: the request's own or,
+/// for `matchPolicy: Equivalent`, another served version of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Matched {
+    /// The version.
+    pub version: String,
+    /// The plural resource in that version.
+    pub resource: String,
+    /// The kind in that version.
+    pub kind: String,
+}
+
+/// The name a rule's `resourceNames` are compared with: the request's, or
+/// the new object's.
+fn request_name(attrs: &Attributes) -> &str {
+    if !attrs.name.is_empty() {
+        return &attrs.name;
+    }
+    attrs
+        .object
+        .as_ref()
+        .and_then(|o| o.pointer("/metadata/name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The policies' `matchesResourceRules`: the first rule matching the
+/// request (its operation, group, version, resource and scope, then
+/// `resourceNames` when it has any), trying the kind's other served versions
+/// when `equivalent` (`matchPolicy: Equivalent`) and the request's own
+/// version matched none.
+pub fn named_rules_match(
+    rules: &[NamedRuleWithOperations],
+    equivalent: bool,
+    attrs: &Attributes,
+) -> Option<Matched> {
+    let names_match = |r: &NamedRuleWithOperations| {
+        r.resource_names.is_empty() || r.resource_names.iter().any(|n| n == request_name(attrs))
+    };
+    let own = Target {
+        group: &attrs.group,
+        version: &attrs.version,
+        resource: &attrs.resource,
+    };
+    if rules
+        .iter()
+        .any(|r| rule_matches(&r.rule(), attrs, own) && names_match(r))
+    {
+        return Some(Matched {
+            version: attrs.version.clone(),
+            resource: attrs.resource.clone(),
+            kind: attrs.kind.clone(),
+        });
+    }
+    if !equivalent {
+        return None;
+    }
+    let codec = attrs.codec.as_ref()?;
+    for rule in rules {
+        let plain = rule.rule();
+        for v in codec.0.versions() {
+            let info = v.info;
+            if info.version == attrs.version {
+                continue;
+            }
+            let target = Target {
+                group: info.group,
+                version: info.version,
+                resource: info.plural,
+            };
+            if rule_matches(&plain, attrs, target) && names_match(rule) {
+                return Some(Matched {
+                    version: info.version.to_string(),
+                    resource: info.plural.to_string(),
+                    kind: info.kind.to_string(),
+                });
+            }
+        }
+    }
+    None
 }
 
 /// The `request` CEL variable and the body of `AdmissionReview.request`:
@@ -376,6 +464,31 @@ mod tests {
         a.old_object = None;
         assert!(!object_selector_matches(Some(&selector), &a));
         assert!(object_selector_matches(None, &a));
+    }
+
+    /// The policies' `matchesResourceRules`: a rule with `resourceNames`
+    /// matches only those names (the request's, else the new object's).
+    #[test]
+    fn named_rules_and_resource_names() {
+        let named = |names: &[&str]| NamedRuleWithOperations {
+            resource_names: names.iter().map(|s| s.to_string()).collect(),
+            operations: vec!["*".into()],
+            api_groups: vec!["wardle.example.com".into()],
+            api_versions: vec!["*".into()],
+            resources: vec!["flunders".into()],
+            scope: None,
+        };
+        let mut a = attrs(Operation::Create, "flunders", "", "ns");
+        a.object = Some(json!({"metadata": {"name": "one"}}));
+        let hit = named_rules_match(&[named(&[])], true, &a).expect("any name");
+        assert_eq!(hit.version, "v1beta1");
+        assert!(named_rules_match(&[named(&["one", "two"])], true, &a).is_some());
+        assert!(named_rules_match(&[named(&["two"])], true, &a).is_none());
+        a.name = "two".into();
+        assert!(named_rules_match(&[named(&["two"])], false, &a).is_some());
+        let mut other = named(&[]);
+        other.resources = vec!["fischers".into()];
+        assert!(named_rules_match(&[other], true, &a).is_none());
     }
 
     #[test]

@@ -22,6 +22,7 @@
 pub mod config;
 pub mod matching;
 pub mod namespace_lifecycle;
+pub mod policy;
 pub mod service_resolver;
 #[cfg(test)]
 mod tests;
@@ -274,6 +275,18 @@ pub trait Lookup: Send + Sync {
         fresh: bool,
     ) -> ApiResult<Option<Value>>;
 
+    /// The plural resource serving `kind` in `group`/`version`, and whether
+    /// it is namespaced (a REST mapping); `None` when no served resource
+    /// has that kind. By default nothing is known.
+    fn resource_for_kind(
+        &self,
+        _group: &str,
+        _version: &str,
+        _kind: &str,
+    ) -> Option<(String, bool)> {
+        None
+    }
+
     /// Lists the objects of a resource (`namespace` `None` = all namespaces)
     /// as the server's cache has them, which may be slightly stale (like an
     /// informer's lister in kube-apiserver's plugins). `Ok(None)` when the
@@ -453,7 +466,8 @@ impl AdmissionRegistry {
 
     /// The runtime's built-in plugins, all on by default, in the generic
     /// apiserver's recommended order: `NamespaceLifecycle` first;
-    /// `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook` last,
+    /// `MutatingAdmissionWebhook`, `ValidatingAdmissionPolicy` and
+    /// `ValidatingAdmissionWebhook` last,
     /// after any plugin registered later (user groups' plugins), so
     /// webhooks see the object the built-in plugins admitted. `service`
     /// references of webhooks resolve with `resolver`.
@@ -476,6 +490,7 @@ impl AdmissionRegistry {
             Arc::new(webhook::MutatingWebhooks::new(resolver.clone()).with_credentials(mutating)),
             true,
         );
+        r.register_last(Arc::new(policy::ValidatingAdmissionPolicies::new()), true);
         r.register_last(
             Arc::new(webhook::ValidatingWebhooks::new(resolver).with_credentials(validating)),
             true,

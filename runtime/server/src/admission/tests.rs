@@ -204,6 +204,7 @@ fn selection_follows_kube_apiserver_flags() {
             "Off",
             "On",
             "MutatingAdmissionWebhook",
+            "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook"
         ]
     );
@@ -213,6 +214,7 @@ fn selection_follows_kube_apiserver_flags() {
             "NamespaceLifecycle",
             "On",
             "MutatingAdmissionWebhook",
+            "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook"
         ]
     );
@@ -225,6 +227,7 @@ fn selection_follows_kube_apiserver_flags() {
             "Off",
             "On",
             "MutatingAdmissionWebhook",
+            "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook"
         ]
     );
@@ -235,6 +238,7 @@ fn selection_follows_kube_apiserver_flags() {
                 "NamespaceLifecycle",
                 " ",
                 "MutatingAdmissionWebhook",
+                "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
             ]),
         )
@@ -244,7 +248,7 @@ fn selection_follows_kube_apiserver_flags() {
         reg.select(&strings(&["Nope"]), &[])
             .unwrap_err()
             .to_string(),
-        "enable-admission-plugins plugin \"Nope\" is unknown (known plugins: NamespaceLifecycle, Off, On, MutatingAdmissionWebhook, ValidatingAdmissionWebhook)"
+        "enable-admission-plugins plugin \"Nope\" is unknown (known plugins: NamespaceLifecycle, Off, On, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)"
     );
     assert!(matches!(
         reg.select(&[], &strings(&["Nope"])),

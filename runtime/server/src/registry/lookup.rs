@@ -62,6 +62,13 @@ impl Lookup for StoreLookup {
         self.store(group, version, resource).is_some()
     }
 
+    fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<(String, bool)> {
+        self.stores.values().find_map(|(_, info)| {
+            (info.group == group && info.version == version && info.kind == kind)
+                .then(|| (info.plural.to_string(), info.namespaced()))
+        })
+    }
+
     async fn get(
         &self,
         group: &str,

@@ -5,13 +5,17 @@
 
 use std::collections::BTreeSet;
 
+use super::policy::{
+    MatchResources, NamedRuleWithOperations, ParamKind, ParamRef, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyStatus, Validation,
+};
 use super::{
     LabelSelector, MatchCondition, MutatingWebhook, MutatingWebhookConfiguration,
     RuleWithOperations, ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use crate::validation::{
     ErrorList, FieldError, FieldPath, is_dns1035_label, is_dns1123_subdomain, is_qualified_name,
-    is_valid_label_value,
+    is_valid_label_value, is_valid_path_segment_name,
 };
 
 /// The operations a rule may name.
@@ -811,4 +815,487 @@ fn valid_userinfo_byte(b: u8) -> bool {
                 | b'%'
                 | b'@'
         )
+}
+
+/// `supportedValidationPolicyReason`.
+const POLICY_REASONS: [&str; 4] = [
+    "Forbidden",
+    "Invalid",
+    "RequestEntityTooLarge",
+    "Unauthorized",
+];
+/// `validValidationActions`.
+const VALIDATION_ACTIONS: [&str; 3] = ["Audit", "Deny", "Warn"];
+/// `maxAuditAnnotations`.
+const MAX_AUDIT_ANNOTATIONS: usize = 20;
+/// `maxAuditAnnotationValueExpressionLength`.
+const MAX_AUDIT_ANNOTATION_VALUE_EXPRESSION_LENGTH: usize = 5 * 1024;
+/// Words a CEL identifier may not be (`celReserved`).
+const CEL_RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// Compiles `expression` in the Kubernetes CEL environment: upstream's
+/// `convertCELErrorToValidationError` of a compile error (`Invalid`, the
+/// expression as the bad value, `compilation failed: ...`).
+fn compile_check(errs: &mut ErrorList, path: FieldPath, expression: &str) {
+    if let Err(e) = crate::apiextensions::cel_env().compile(expression) {
+        errs.push(FieldError::invalid(
+            path,
+            expression,
+            format!("compilation failed: {e}"),
+        ));
+    }
+}
+
+/// `isCELIdentifier`.
+fn is_cel_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !CEL_RESERVED.contains(&name)
+}
+
+/// `ValidateValidatingAdmissionPolicy` (`ignore_match_conditions` on an
+/// update that leaves them as they were).
+pub fn validate_policy(p: &ValidatingAdmissionPolicy, ignore_match_conditions: bool) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let name = &p.metadata.name;
+    if !name.is_empty() {
+        for msg in is_dns1123_subdomain(name) {
+            errs.push(FieldError::invalid("metadata.name", name.as_str(), msg));
+        }
+    }
+    let spec = &p.spec;
+    let path = FieldPath::new("spec");
+    match &spec.failure_policy {
+        None => errs.push(FieldError::required(path.child("failurePolicy"), "")),
+        Some(f) if !FAILURE_POLICIES.contains(&f.as_str()) => errs.push(FieldError::not_supported(
+            path.child("failurePolicy"),
+            f.as_str(),
+            &FAILURE_POLICIES,
+        )),
+        Some(_) => {}
+    }
+    if let Some(pk) = &spec.param_kind {
+        errs.extend(param_kind(pk, &path.child("paramKind")));
+    }
+    match &spec.match_constraints {
+        None => errs.push(FieldError::required(path.child("matchConstraints"), "")),
+        Some(m) => {
+            errs.extend(match_resources(m, &path.child("matchConstraints")));
+            if m.resource_rules.is_empty() {
+                errs.push(FieldError::required(
+                    path.child("matchConstraints").child("resourceRules"),
+                    "",
+                ));
+            }
+        }
+    }
+    if !ignore_match_conditions {
+        errs.extend(match_conditions(
+            &spec.match_conditions,
+            &path.child("matchConditions"),
+        ));
+    }
+    let mut variable_names = BTreeSet::new();
+    for (i, v) in spec.variables.iter().enumerate() {
+        let p = path.child("variables").index(i);
+        if v.name.trim().is_empty() {
+            errs.push(FieldError::required(
+                p.child("name"),
+                "name is not specified",
+            ));
+        } else if !is_cel_identifier(&v.name) {
+            errs.push(FieldError::invalid(
+                p.child("name"),
+                v.name.as_str(),
+                "name is not a valid CEL identifier",
+            ));
+        }
+        if v.expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                p.child("expression"),
+                "expression is not specified",
+            ));
+        } else {
+            compile_check(&mut errs, p.child("expression"), &v.expression);
+        }
+        variable_names.insert(v.name.as_str());
+    }
+    if spec.validations.is_empty() && spec.audit_annotations.is_empty() {
+        let msg = "validations or auditAnnotations must contain at least one item";
+        errs.push(FieldError::required(path.child("validations"), msg));
+        errs.push(FieldError::required(path.child("auditAnnotations"), msg));
+        return errs;
+    }
+    for (i, v) in spec.validations.iter().enumerate() {
+        errs.extend(validation_rule(v, &path.child("validations").index(i)));
+    }
+    let annotations = path.child("auditAnnotations");
+    if spec.audit_annotations.len() > MAX_AUDIT_ANNOTATIONS {
+        errs.push(FieldError::invalid(
+            &annotations,
+            serde_json::to_value(&spec.audit_annotations).unwrap_or_default(),
+            format!("must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"),
+        ));
+    }
+    let mut keys = BTreeSet::new();
+    for (i, a) in spec.audit_annotations.iter().enumerate() {
+        let p = annotations.index(i);
+        if name.is_empty() {
+            errs.push(FieldError::invalid(
+                p.child("key"),
+                a.key.as_str(),
+                "requires metadata.name be non-empty",
+            ));
+        } else {
+            let qualified = format!("{name}/{}", a.key);
+            for msg in is_qualified_name(&qualified) {
+                errs.push(FieldError::invalid(p.child("key"), qualified.as_str(), msg));
+            }
+        }
+        let value = a.value_expression.trim();
+        if value.is_empty() {
+            errs.push(FieldError::required(
+                p.child("valueExpression"),
+                "valueExpression is not specified",
+            ));
+        } else if value.len() > MAX_AUDIT_ANNOTATION_VALUE_EXPRESSION_LENGTH {
+            errs.push(FieldError::required(
+                p.child("valueExpression"),
+                format!(
+                    "must not exceed {MAX_AUDIT_ANNOTATION_VALUE_EXPRESSION_LENGTH} bytes in length"
+                ),
+            ));
+        } else {
+            compile_check(&mut errs, p.child("valueExpression"), &a.value_expression);
+        }
+        if !keys.insert(a.key.as_str()) {
+            errs.push(FieldError::duplicate(p.child("key"), a.key.as_str()));
+        }
+    }
+    errs
+}
+
+/// `validateValidation`.
+fn validation_rule(v: &Validation, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::default();
+    if v.expression.trim().is_empty() {
+        errs.push(FieldError::required(
+            path.child("expression"),
+            "expression is not specified",
+        ));
+    } else {
+        compile_check(&mut errs, path.child("expression"), &v.expression);
+    }
+    if !v.message_expression.is_empty() && v.message_expression.trim().is_empty() {
+        errs.push(FieldError::invalid(
+            path.child("messageExpression"),
+            v.message_expression.as_str(),
+            "must be non-empty if specified",
+        ));
+    } else if !v.message_expression.trim().is_empty() {
+        compile_check(
+            &mut errs,
+            path.child("messageExpression"),
+            &v.message_expression,
+        );
+    }
+    let message = v.message.trim();
+    if !v.message.is_empty() && message.is_empty() {
+        errs.push(FieldError::invalid(
+            path.child("message"),
+            v.message.as_str(),
+            "message must be non-empty if specified",
+        ));
+    } else if message.contains(['\n', '\r']) {
+        errs.push(FieldError::invalid(
+            path.child("message"),
+            v.message.as_str(),
+            "message must not contain line breaks",
+        ));
+    }
+    if let Some(reason) = &v.reason
+        && !POLICY_REASONS.contains(&reason.as_str())
+    {
+        errs.push(FieldError::not_supported(
+            path.child("reason"),
+            reason.as_str(),
+            &POLICY_REASONS,
+        ));
+    }
+    errs
+}
+
+/// `validateParamKind`.
+fn param_kind(pk: &ParamKind, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let av = path.child("apiVersion");
+    if pk.api_version.is_empty() {
+        errs.push(FieldError::required(&av, ""));
+    } else if pk.api_version.matches('/').count() > 1 {
+        errs.push(FieldError::invalid(
+            &av,
+            pk.api_version.as_str(),
+            format!("unexpected GroupVersion string: {}", pk.api_version),
+        ));
+    } else if pk.api_version != "/" {
+        let (group, version) = pk
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", pk.api_version.as_str()));
+        if !group.is_empty() {
+            let msgs = is_dns1123_subdomain(group);
+            if !msgs.is_empty() {
+                errs.push(FieldError::invalid(&av, group, msgs.join(",")));
+            }
+        }
+        if version.is_empty() {
+            errs.push(FieldError::invalid(
+                &av,
+                pk.api_version.as_str(),
+                "version must be specified",
+            ));
+        } else {
+            let msgs = is_dns1035_label(version);
+            if !msgs.is_empty() {
+                errs.push(FieldError::invalid(&av, version, msgs.join(",")));
+            }
+        }
+    }
+    if pk.kind.is_empty() {
+        errs.push(FieldError::required(path.child("kind"), ""));
+    } else {
+        let msgs = is_dns1035_label(&pk.kind.to_lowercase());
+        if !msgs.is_empty() {
+            errs.push(FieldError::invalid(
+                path.child("kind"),
+                pk.kind.as_str(),
+                format!(
+                    "may have mixed case, but should otherwise match: {}",
+                    msgs.join(",")
+                ),
+            ));
+        }
+    }
+    errs
+}
+
+/// `validateMatchResources`.
+fn match_resources(m: &MatchResources, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::default();
+    match &m.match_policy {
+        None => errs.push(FieldError::required(path.child("matchPolicy"), "")),
+        Some(p) if !MATCH_POLICIES.contains(&p.as_str()) => errs.push(FieldError::not_supported(
+            path.child("matchPolicy"),
+            p.as_str(),
+            &MATCH_POLICIES,
+        )),
+        Some(_) => {}
+    }
+    for (field, selector) in [
+        ("namespaceSelector", &m.namespace_selector),
+        ("objectSelector", &m.object_selector),
+    ] {
+        match selector {
+            None => errs.push(FieldError::required(path.child(field), "")),
+            Some(s) => errs.extend(label_selector(s, &path.child(field), false)),
+        }
+    }
+    for (field, rules) in [
+        ("resourceRules", &m.resource_rules),
+        ("excludeResourceRules", &m.exclude_resource_rules),
+    ] {
+        for (i, rule) in rules.iter().enumerate() {
+            errs.extend(named_rule(rule, &path.child(field).index(i)));
+        }
+    }
+    errs
+}
+
+/// `validateNamedRuleWithOperations`.
+fn named_rule(rule: &NamedRuleWithOperations, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let mut names = BTreeSet::new();
+    for (i, name) in rule.resource_names.iter().enumerate() {
+        let p = path.child("resourceNames").index(i);
+        for msg in is_valid_path_segment_name(name) {
+            errs.push(FieldError::invalid(&p, name.as_str(), msg));
+        }
+        if !names.insert(name.as_str()) {
+            errs.push(FieldError::duplicate(&p, name.as_str()));
+        }
+    }
+    errs.extend(rule_with_operations(&rule.rule(), path));
+    errs
+}
+
+/// `ValidateValidatingAdmissionPolicyBinding`.
+pub fn validate_binding(b: &ValidatingAdmissionPolicyBinding) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let name = &b.metadata.name;
+    if !name.is_empty() {
+        for msg in is_dns1123_subdomain(name) {
+            errs.push(FieldError::invalid("metadata.name", name.as_str(), msg));
+        }
+    }
+    let spec = &b.spec;
+    let path = FieldPath::new("spec");
+    if spec.policy_name.is_empty() {
+        errs.push(FieldError::required(path.child("policyName"), ""));
+    } else {
+        for msg in is_dns1123_subdomain(&spec.policy_name) {
+            errs.push(FieldError::invalid(
+                path.child("policyName"),
+                spec.policy_name.as_str(),
+                msg,
+            ));
+        }
+    }
+    if let Some(pr) = &spec.param_ref {
+        errs.extend(param_ref(pr, &path.child("paramRef")));
+    }
+    if let Some(m) = &spec.match_resources {
+        // Upstream's field path is spelt `matchResouces`.
+        errs.extend(match_resources(m, &path.child("matchResouces")));
+    }
+    let actions_path = path.child("validationActions");
+    let mut actions = BTreeSet::new();
+    for (i, action) in spec.validation_actions.iter().enumerate() {
+        if !VALIDATION_ACTIONS.contains(&action.as_str()) {
+            errs.push(FieldError::not_supported(
+                actions_path.index(i),
+                action.as_str(),
+                &VALIDATION_ACTIONS,
+            ));
+        }
+        if !actions.insert(action.as_str()) {
+            errs.push(FieldError::duplicate(
+                actions_path.index(i),
+                action.as_str(),
+            ));
+        }
+    }
+    if actions.contains("Deny") && actions.contains("Warn") {
+        errs.push(FieldError::invalid(
+            &actions_path,
+            serde_json::json!(spec.validation_actions),
+            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+        ));
+    }
+    if actions.is_empty() {
+        errs.push(FieldError::required(
+            &actions_path,
+            "at least one validation action is required",
+        ));
+    }
+    errs
+}
+
+/// `validateParamRef`.
+fn param_ref(pr: &ParamRef, path: &FieldPath) -> ErrorList {
+    const EXCLUSIVE: &str = "name and selector are mutually exclusive";
+    let mut errs = ErrorList::default();
+    if !pr.name.is_empty() {
+        for msg in is_valid_path_segment_name(&pr.name) {
+            errs.push(FieldError::invalid(
+                path.child("name"),
+                pr.name.as_str(),
+                msg,
+            ));
+        }
+        if pr.selector.is_some() {
+            errs.push(FieldError::forbidden(path.child("name"), EXCLUSIVE));
+        }
+    }
+    if let Some(s) = &pr.selector {
+        errs.extend(label_selector(s, &path.child("selector"), false));
+        if !pr.name.is_empty() {
+            errs.push(FieldError::forbidden(path.child("selector"), EXCLUSIVE));
+        }
+    }
+    if pr.name.is_empty() && pr.selector.is_none() {
+        errs.push(FieldError::required(
+            path,
+            "one of name or selector must be specified",
+        ));
+    }
+    match pr.parameter_not_found_action.as_deref() {
+        None | Some("") => errs.push(FieldError::required(
+            path.child("parameterNotFoundAction"),
+            "",
+        )),
+        Some("Deny" | "Allow") => {}
+        Some(other) => errs.push(FieldError::not_supported(
+            path.child("parameterNotFoundAction"),
+            other,
+            &["Deny", "Allow"],
+        )),
+    }
+    errs
+}
+
+/// `validateValidatingAdmissionPolicyStatus`: each type-checking warning
+/// has a warning and a field reference; each condition a qualified type and
+/// a status of `True`, `False` or `Unknown` (the checks of metav1's
+/// `ValidateConditions` users get wrong).
+pub fn validate_policy_status(status: &ValidatingAdmissionPolicyStatus) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let path = FieldPath::new("status");
+    if let Some(tc) = &status.type_checking {
+        let warnings = path.child("typeChecking").child("expressionWarnings");
+        for (i, w) in tc.expression_warnings.iter().enumerate() {
+            if w.warning.is_empty() {
+                errs.push(FieldError::required(warnings.index(i).child("warning"), ""));
+            }
+            if w.field_ref.trim().is_empty() {
+                errs.push(FieldError::required(
+                    warnings.index(i).child("fieldRef"),
+                    "",
+                ));
+            }
+        }
+    }
+    for (i, c) in status.conditions.iter().enumerate() {
+        let p = path.child("conditions").index(i);
+        if c.type_.is_empty() {
+            errs.push(FieldError::required(p.child("type"), "must be set"));
+        } else {
+            for msg in is_qualified_name(&c.type_) {
+                errs.push(FieldError::invalid(p.child("type"), c.type_.as_str(), msg));
+            }
+        }
+        const STATUSES: [&str; 3] = ["False", "True", "Unknown"];
+        if !STATUSES.contains(&c.status.as_str()) {
+            errs.push(FieldError::not_supported(
+                p.child("status"),
+                c.status.as_str(),
+                &STATUSES,
+            ));
+        }
+    }
+    errs
 }

@@ -1,0 +1,1000 @@
+//! The `ValidatingAdmissionPolicy` plugin: requests matched by a
+//! `validatingadmissionpolicies` policy and one of its
+//! `validatingadmissionpolicybindings` are checked with the policy's CEL
+//! expressions, as the generic apiserver's
+//! `admission/plugin/policy/validating` dispatcher does.
+//!
+//! - **Policies and bindings** are read like the webhook configurations
+//!   (an informer-style snapshot through the plugin [`Context`]'s lookup,
+//!   listed again when older than [`REFRESH`]); expressions are compiled
+//!   when a policy's resource version is first seen.
+//! - **Matching**: the policy's `matchConstraints` then the binding's
+//!   `matchResources` (namespace and object selectors, `excludeResourceRules`
+//!   first, then `resourceRules` with `resourceNames` and, for `matchPolicy:
+//!   Equivalent`, the kind's other served versions); the configuration
+//!   kinds themselves are exempt.
+//! - **Params**: the policy's `paramKind` is mapped to a served resource
+//!   ([`super::Lookup::resource_for_kind`]); the binding's `paramRef` names
+//!   one object (its namespace defaults to the request's for namespaced
+//!   params) or selects any number, each evaluated;
+//!   `parameterNotFoundAction: Deny` denies when there are none.
+//! - **Evaluation** (per binding and param): `matchConditions`, then the
+//!   `variables` (in order, each seeing the earlier ones as
+//!   `variables.<name>`), the `validations` and `auditAnnotations`, over
+//!   `object`, `oldObject`, `request`, `params`, `namespaceObject` and
+//!   `variables`. The `authorizer` variable is not provided.
+//! - **Actions**: `Deny` fails the request with the first denial, `Warn`
+//!   adds a warning, `Audit` the `validation_failure` audit annotation;
+//!   `failurePolicy: Ignore` drops evaluation and configuration errors.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::matching::{self, Conditions, Matched, Target};
+use super::{Attributes, Context, Error, Operation, Plugin, async_trait};
+use apiforge_core::builtin::admissionregistration_v1::{
+    MatchResources, ParamKind, ParamRef, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+};
+use apiforge_core::meta::{Status, StatusCause, StatusDetails};
+
+#[cfg(test)]
+mod tests;
+
+/// How old the snapshot of policies and bindings may get before it is
+/// listed again.
+pub const REFRESH: Duration = Duration::from_millis(200);
+
+/// The plugin's name.
+pub const PLUGIN: &str = "ValidatingAdmissionPolicy";
+
+/// The audit annotation of a failed validation under the `Audit` action.
+pub const VALIDATION_FAILURE_ANNOTATION: &str =
+    "validation.policy.admission.k8s.io/validation_failure";
+
+/// `celconfig.MaxEvaluatedMessageExpressionSizeBytes`.
+const MAX_MESSAGE_EXPRESSION_BYTES: usize = 5 * 1024;
+/// `maxAuditAnnotationValueLength`.
+const MAX_AUDIT_ANNOTATION_VALUE_BYTES: usize = 10 * 1024;
+
+/// A compiled CEL expression with its source.
+struct Expression {
+    source: String,
+    program: Result<Arc<cel::Program>, String>,
+}
+
+impl Expression {
+    fn compile(source: &str) -> Self {
+        let program = apiforge_core::apiextensions::cel_env()
+            .compile(source)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
+        Expression {
+            source: source.to_string(),
+            program,
+        }
+    }
+
+    /// Runs the expression; errors read as upstream's CEL filter words
+    /// them (`expression '<expr>' resulted in error: <why>`, and
+    /// `compilation error: <why>` for one that does not compile).
+    fn run(&self, ctx: &cel::Context<'_, '_>) -> Result<cel::Value, String> {
+        self.eval(ctx).map_err(|e| match e {
+            EvalFailure::Compile(e) => format!("compilation error: {e}"),
+            EvalFailure::Execute(e) => {
+                format!("expression '{}' resulted in error: {e}", self.source)
+            }
+        })
+    }
+
+    fn eval(&self, ctx: &cel::Context<'_, '_>) -> Result<cel::Value, EvalFailure> {
+        match &self.program {
+            Ok(p) => p
+                .execute(ctx)
+                .map_err(|e| EvalFailure::Execute(e.to_string())),
+            Err(e) => Err(EvalFailure::Compile(e.clone())),
+        }
+    }
+}
+
+/// Why an expression gave no value.
+enum EvalFailure {
+    Compile(String),
+    Execute(String),
+}
+
+/// The variables of one evaluation, evaluated in order; the ones that
+/// failed keep upstream's error (`composited variable "<name>" fails to
+/// evaluate: <why>`, from `variableAccessor.Callback`).
+#[derive(Default)]
+struct Variables {
+    failed: Vec<(String, String)>,
+}
+
+impl Variables {
+    /// The failure of the first failed variable `source` uses.
+    fn failure_in(&self, source: &str) -> Option<&str> {
+        self.failed
+            .iter()
+            .find(|(name, _)| mentions(source, name))
+            .map(|(_, e)| e.as_str())
+    }
+
+    /// Runs `e` as [`Expression::run`] does, except that when it fails on a
+    /// failed variable the variable's error is the reason, as upstream's
+    /// lazy variables report it.
+    fn run(&self, e: &Expression, ctx: &cel::Context<'_, '_>) -> Result<cel::Value, String> {
+        e.run(ctx).map_err(|err| match self.failure_in(&e.source) {
+            Some(why) => format!("expression '{}' resulted in error: {why}", e.source),
+            None => err,
+        })
+    }
+}
+
+/// Whether `source` reads `variables.<name>` (as a whole identifier).
+fn mentions(source: &str, name: &str) -> bool {
+    let needle = format!("variables.{name}");
+    source.match_indices(&needle).any(|(at, _)| {
+        source[at + needle.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c == '_' || c.is_ascii_alphanumeric()))
+    })
+}
+
+struct CompiledValidation {
+    expression: Expression,
+    message: String,
+    message_expression: Option<Expression>,
+    reason: Option<String>,
+}
+
+/// A policy ready to match and evaluate.
+struct Policy {
+    name: String,
+    resource_version: String,
+    /// `(apiVersion, kind)` of the params and where they are served:
+    /// `Ok((group, version, plural, namespaced))`, or the configuration
+    /// error when no served resource has that kind.
+    params: Option<Result<ParamSource, String>>,
+    constraints: Option<MatchResources>,
+    ignore_failures: bool,
+    conditions: Conditions,
+    variables: Vec<(String, Expression)>,
+    validations: Vec<CompiledValidation>,
+    audit_annotations: Vec<(String, Expression)>,
+}
+
+#[derive(Clone, Debug)]
+struct ParamSource {
+    group: String,
+    version: String,
+    resource: String,
+    namespaced: bool,
+}
+
+impl Policy {
+    fn new(p: ValidatingAdmissionPolicy, ctx: &Context) -> Self {
+        let spec = p.spec;
+        Policy {
+            name: p.metadata.name,
+            resource_version: p.metadata.resource_version,
+            params: spec.param_kind.as_ref().map(|pk| param_source(pk, ctx)),
+            constraints: spec.match_constraints,
+            ignore_failures: spec.failure_policy.as_deref() == Some("Ignore"),
+            conditions: Conditions::compile(&spec.match_conditions),
+            variables: spec
+                .variables
+                .iter()
+                .map(|v| (v.name.clone(), Expression::compile(&v.expression)))
+                .collect(),
+            validations: spec
+                .validations
+                .iter()
+                .map(|v| CompiledValidation {
+                    expression: Expression::compile(&v.expression),
+                    message: v.message.clone(),
+                    message_expression: (!v.message_expression.trim().is_empty())
+                        .then(|| Expression::compile(&v.message_expression)),
+                    reason: v.reason.clone(),
+                })
+                .collect(),
+            audit_annotations: spec
+                .audit_annotations
+                .iter()
+                .map(|a| {
+                    (
+                        a.key.clone(),
+                        Expression::compile(a.value_expression.trim()),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn handles_group(&self, group: &str) -> bool {
+        self.constraints.as_ref().is_some_and(|m| {
+            m.resource_rules
+                .iter()
+                .any(|r| r.api_groups.iter().any(|g| g == "*" || g == group))
+        })
+    }
+}
+
+/// Maps a `paramKind` to its served resource; the error is upstream's
+/// (`failed to find resource referenced by paramKind: '<group>/<version>,
+/// Kind=<kind>'`, a `GroupVersionKind` printed by Go).
+fn param_source(pk: &ParamKind, ctx: &Context) -> Result<ParamSource, String> {
+    let (group, version) = pk
+        .api_version
+        .split_once('/')
+        .unwrap_or(("", pk.api_version.as_str()));
+    match ctx.lookup().resource_for_kind(group, version, &pk.kind) {
+        Some((resource, namespaced)) => Ok(ParamSource {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource,
+            namespaced,
+        }),
+        None => Err(format!(
+            "failed to find resource referenced by paramKind: '{group}/{version}, Kind={}'",
+            pk.kind
+        )),
+    }
+}
+
+struct Binding {
+    name: String,
+    param_ref: Option<ParamRef>,
+    match_resources: Option<MatchResources>,
+    actions: Vec<String>,
+}
+
+/// A policy with the bindings that name it.
+struct Hook {
+    policy: Arc<Policy>,
+    bindings: Vec<Binding>,
+}
+
+struct Snapshot {
+    taken: Option<Instant>,
+    hooks: Vec<Hook>,
+}
+
+impl Snapshot {
+    fn fresh(&self) -> bool {
+        self.taken.is_some_and(|t| t.elapsed() < REFRESH)
+    }
+}
+
+/// The plugin.
+pub struct ValidatingAdmissionPolicies {
+    snapshot: RwLock<Arc<Snapshot>>,
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl Default for ValidatingAdmissionPolicies {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ValidatingAdmissionPolicies {
+    /// The plugin, with nothing listed yet.
+    pub fn new() -> Self {
+        ValidatingAdmissionPolicies {
+            snapshot: RwLock::new(Arc::new(Snapshot {
+                taken: None,
+                hooks: Vec::new(),
+            })),
+            refreshing: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn current(&self) -> Arc<Snapshot> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    async fn hooks(&self, ctx: &Context) -> Result<Arc<Snapshot>, Error> {
+        let snapshot = self.current();
+        if snapshot.fresh() {
+            return Ok(snapshot);
+        }
+        let _guard = self.refreshing.lock().await;
+        let previous = self.current();
+        if previous.fresh() {
+            return Ok(previous);
+        }
+        let lookup = ctx.lookup();
+        let group = matching::ADMISSION_GROUP;
+        let policies = lookup
+            .list(group, "v1", "validatingadmissionpolicies", None)
+            .await?
+            .unwrap_or_default();
+        let bindings = lookup
+            .list(group, "v1", "validatingadmissionpolicybindings", None)
+            .await?
+            .unwrap_or_default();
+        let known: HashMap<&str, &Arc<Policy>> = previous
+            .hooks
+            .iter()
+            .map(|h| (h.policy.name.as_str(), &h.policy))
+            .collect();
+        let mut by_policy: BTreeMap<String, Vec<Binding>> = BTreeMap::new();
+        for b in bindings {
+            match serde_json::from_value::<ValidatingAdmissionPolicyBinding>(b) {
+                Ok(b) => by_policy
+                    .entry(b.spec.policy_name.clone())
+                    .or_default()
+                    .push(Binding {
+                        name: b.metadata.name,
+                        param_ref: b.spec.param_ref,
+                        match_resources: b.spec.match_resources,
+                        actions: b.spec.validation_actions,
+                    }),
+                Err(e) => {
+                    tracing::warn!(error = %e, "skipping an undecodable validating admission policy binding");
+                }
+            }
+        }
+        let mut hooks = Vec::new();
+        for p in policies {
+            let p = match serde_json::from_value::<ValidatingAdmissionPolicy>(p) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "skipping an undecodable validating admission policy");
+                    continue;
+                }
+            };
+            let Some(mut bindings) = by_policy.remove(&p.metadata.name) else {
+                continue;
+            };
+            bindings.sort_by(|a, b| a.name.cmp(&b.name));
+            // A policy whose params are unresolved is compiled again: its
+            // param kind may be served by now.
+            let policy = match known.get(p.metadata.name.as_str()) {
+                Some(old)
+                    if old.resource_version == p.metadata.resource_version
+                        && !matches!(old.params, Some(Err(_))) =>
+                {
+                    Arc::clone(old)
+                }
+                _ => Arc::new(Policy::new(p, ctx)),
+            };
+            hooks.push(Hook { policy, bindings });
+        }
+        hooks.sort_by(|a, b| a.policy.name.cmp(&b.policy.name));
+        let fresh = Arc::new(Snapshot {
+            taken: Some(Instant::now()),
+            hooks,
+        });
+        *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = fresh.clone();
+        Ok(fresh)
+    }
+}
+
+/// Whether a policy's `matchConstraints` or a binding's `matchResources`
+/// match (`matching.Matcher.Matches`): `None` when they do not, else the
+/// matched version. A binding without `matchResources` matches everything
+/// its policy does; constraints without `resourceRules` match any
+/// resource (only a binding's may: a policy requires them).
+async fn resources_match(
+    m: &MatchResources,
+    attrs: &Attributes,
+    ctx: &Context,
+) -> Result<Option<Matched>, Error> {
+    if !matching::namespace_selector_matches(m.namespace_selector.as_ref(), attrs, ctx).await? {
+        return Ok(None);
+    }
+    if !matching::object_selector_matches(m.object_selector.as_ref(), attrs) {
+        return Ok(None);
+    }
+    let equivalent = m.match_policy.as_deref() != Some("Exact");
+    if matching::named_rules_match(&m.exclude_resource_rules, equivalent, attrs).is_some() {
+        return Ok(None);
+    }
+    if m.resource_rules.is_empty() {
+        return Ok(Some(Matched {
+            version: attrs.version.clone(),
+            resource: attrs.resource.clone(),
+            kind: attrs.kind.clone(),
+        }));
+    }
+    Ok(matching::named_rules_match(
+        &m.resource_rules,
+        equivalent,
+        attrs,
+    ))
+}
+
+/// What one validation (or a configuration error) decided.
+struct Denial {
+    policy: String,
+    /// `None` for a policy-level configuration error.
+    binding: Option<String>,
+    message: String,
+    reason: String,
+}
+
+/// Upstream's `reasonToCode`.
+fn reason_to_code(reason: &str) -> u16 {
+    match reason {
+        "Forbidden" => 403,
+        "Unauthorized" => 401,
+        "RequestEntityTooLarge" => 413,
+        _ => 422,
+    }
+}
+
+impl Denial {
+    /// The error of the first denial (the validating dispatcher's
+    /// `Dispatch`): `admission.NewForbidden` with the policy's message,
+    /// then the reason (default `Invalid`) and its code, and the message as
+    /// a cause.
+    fn into_error(self, attrs: &Attributes) -> Error {
+        let message = match &self.binding {
+            Some(b) => format!(
+                "ValidatingAdmissionPolicy '{}' with binding '{b}' denied request: {}",
+                self.policy, self.message
+            ),
+            None => format!(
+                "ValidatingAdmissionPolicy '{}' denied request: {}",
+                self.policy, self.message
+            ),
+        };
+        let mut err = Error::forbidden(attrs, &message);
+        let reason = if self.reason.is_empty() {
+            "Invalid".to_string()
+        } else {
+            self.reason
+        };
+        err.0.code = reason_to_code(&reason);
+        err.0.reason = reason;
+        err.0
+            .details
+            .get_or_insert_with(StatusDetails::default)
+            .causes
+            .push(StatusCause {
+                message,
+                ..Default::default()
+            });
+        err
+    }
+}
+
+/// The objects and variables an evaluation sees (upstream's activation).
+struct Activation {
+    object: cel::Value,
+    old_object: cel::Value,
+    request: cel::Value,
+    namespace_object: cel::Value,
+}
+
+impl Activation {
+    fn context(&self, params: &cel::Value) -> cel::Context<'static, 'static> {
+        let mut c = cel::Context::with_env(apiforge_core::apiextensions::cel_env());
+        c.add_variable_from_value("object", self.object.clone());
+        c.add_variable_from_value("oldObject", self.old_object.clone());
+        c.add_variable_from_value("request", self.request.clone());
+        c.add_variable_from_value("namespaceObject", self.namespace_object.clone());
+        c.add_variable_from_value("params", params.clone());
+        c
+    }
+}
+
+/// One validation's outcome.
+enum Decision {
+    Admit,
+    /// Denied (by a false expression, or an error under `failurePolicy:
+    /// Fail`), with the message and reason.
+    Deny {
+        message: String,
+        reason: String,
+    },
+}
+
+/// What evaluating a policy for one binding and param gives.
+#[derive(Default)]
+struct Outcome {
+    decisions: Vec<Decision>,
+    /// Audit annotations to publish, `(key, value)`.
+    annotations: Vec<(String, String)>,
+    /// Audit annotation errors under `failurePolicy: Fail` (each denies).
+    annotation_errors: Vec<String>,
+}
+
+fn cel_type_name(v: &cel::Value) -> &'static str {
+    match v {
+        cel::Value::Int(_) => "int",
+        cel::Value::UInt(_) => "uint",
+        cel::Value::Float(_) => "double",
+        cel::Value::Bool(_) => "bool",
+        cel::Value::String(_) => "string",
+        cel::Value::Bytes(_) => "bytes",
+        cel::Value::List(_) => "list",
+        cel::Value::Map(_) => "map",
+        cel::Value::Null => "null_type",
+        cel::Value::Duration(_) => "google.protobuf.Duration",
+        cel::Value::Timestamp(_) => "google.protobuf.Timestamp",
+        _ => "unknown",
+    }
+}
+
+/// Evaluates `policy` for one param (`validator.Validate`).
+fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Outcome {
+    let on_error = |message: String| {
+        if policy.ignore_failures {
+            Decision::Admit
+        } else {
+            Decision::Deny {
+                message,
+                reason: String::new(),
+            }
+        }
+    };
+    let mut ctx = activation.context(params);
+    match policy.conditions.evaluate_in(&ctx) {
+        Ok(true) => {}
+        Ok(false) => return Outcome::default(),
+        Err(e) => {
+            return Outcome {
+                decisions: vec![on_error(e)],
+                ..Outcome::default()
+            };
+        }
+    }
+    // Variables in order, each seeing the earlier ones; one that fails
+    // is absent, and an expression using it fails with its error.
+    let mut values: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
+    let mut vars = Variables::default();
+    for (name, expression) in &policy.variables {
+        ctx.add_variable_from_value("variables", cel::Value::Map(values.clone().into()));
+        match expression.eval(&ctx) {
+            Ok(v) => {
+                values.insert(cel::objects::Key::from(name.as_str()), v);
+            }
+            Err(failure) => {
+                let why = match failure {
+                    EvalFailure::Compile(e) => {
+                        format!("composited variable {name:?} fails to compile: {e}")
+                    }
+                    EvalFailure::Execute(e) => {
+                        let e = vars
+                            .failure_in(&expression.source)
+                            .map_or(e, str::to_string);
+                        format!("composited variable {name:?} fails to evaluate: {e}")
+                    }
+                };
+                vars.failed.push((name.clone(), why));
+            }
+        }
+    }
+    ctx.add_variable_from_value("variables", cel::Value::Map(values.into()));
+    let mut outcome = Outcome::default();
+    for v in &policy.validations {
+        let decision = match vars.run(&v.expression, &ctx) {
+            Err(e) => on_error(e),
+            Ok(cel::Value::Bool(true)) => Decision::Admit,
+            Ok(_) => {
+                let mut message = String::new();
+                if let Some(me) = &v.message_expression {
+                    match me.run(&ctx) {
+                        Ok(cel::Value::String(s)) => {
+                            let s = s.trim();
+                            if s.len() <= MAX_MESSAGE_EXPRESSION_BYTES && !s.contains('\n') {
+                                message = s.to_string();
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::debug!(error = %e, "error while evaluating messageExpression");
+                        }
+                    }
+                }
+                if message.is_empty() {
+                    message = v.message.trim().to_string();
+                }
+                if message.is_empty() {
+                    message = format!("failed expression: {}", v.expression.source.trim());
+                }
+                Decision::Deny {
+                    message,
+                    reason: v.reason.clone().unwrap_or_else(|| "Invalid".into()),
+                }
+            }
+        };
+        outcome.decisions.push(decision);
+    }
+    for (key, expression) in &policy.audit_annotations {
+        let error = match vars.run(expression, &ctx) {
+            Ok(cel::Value::String(s)) => {
+                let value = s.trim();
+                if !value.is_empty() {
+                    let mut end = value.len().min(MAX_AUDIT_ANNOTATION_VALUE_BYTES);
+                    while !value.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    outcome
+                        .annotations
+                        .push((key.clone(), value[..end].to_string()));
+                }
+                None
+            }
+            Ok(cel::Value::Null) => None,
+            Ok(other) => Some(format!(
+                "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                expression.source,
+                cel_type_name(&other)
+            )),
+            Err(e) if policy.ignore_failures => {
+                tracing::debug!(error = %e, "audit annotation failed, ignored");
+                None
+            }
+            Err(e) => Some(e),
+        };
+        if let Some(e) = error {
+            // An unsupported type denies whatever the failure policy.
+            outcome.annotation_errors.push(e);
+        }
+    }
+    outcome
+}
+
+/// The params a binding evaluates with (`generic.CollectParams`): `[null]`
+/// when the policy has no `paramKind` or the binding no `paramRef`.
+async fn collect_params(
+    source: Option<&ParamSource>,
+    param_ref: Option<&ParamRef>,
+    attrs: &Attributes,
+    ctx: &Context,
+) -> Result<Vec<Value>, String> {
+    let (Some(source), Some(pr)) = (source, param_ref) else {
+        return Ok(vec![Value::Null]);
+    };
+    let namespace = if source.namespaced {
+        if !pr.namespace.is_empty() {
+            pr.namespace.clone()
+        } else if !attrs.namespace.is_empty() {
+            attrs.namespace.clone()
+        } else {
+            return Err(
+                "cannot use namespaced paramRef in policy binding that matches cluster-scoped resources"
+                    .into(),
+            );
+        }
+    } else if !pr.namespace.is_empty() {
+        return Err(
+            "paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into(),
+        );
+    } else {
+        String::new()
+    };
+    let lookup = ctx.lookup();
+    let (g, v, r) = (
+        source.group.as_str(),
+        source.version.as_str(),
+        source.resource.as_str(),
+    );
+    let params: Vec<Value> = if !pr.name.is_empty() {
+        // The cache first, then storage (a param created just before the
+        // request may not have reached the cache yet).
+        let mut found = lookup
+            .get(g, v, r, &namespace, &pr.name, false)
+            .await
+            .map_err(|e| e.to_string())?;
+        if found.is_none() {
+            found = lookup
+                .get(g, v, r, &namespace, &pr.name, true)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        found.into_iter().collect()
+    } else if let Some(selector) = &pr.selector {
+        let ns = source.namespaced.then_some(namespace.as_str());
+        lookup
+            .list(g, v, r, ns)
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| {
+                let labels = p
+                    .pointer("/metadata/labels")
+                    .and_then(Value::as_object)
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                selector.matches(&labels)
+            })
+            .collect()
+    } else {
+        return Err("one of name or selector must be provided".into());
+    };
+    if params.is_empty() && pr.parameter_not_found_action.as_deref() == Some("Deny") {
+        return Err(
+            "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+        );
+    }
+    Ok(params)
+}
+
+/// `cel.CreateNamespaceObject`: the namespace's spec, status and metadata
+/// without managed fields and owner references.
+fn namespace_object(ns: &Value) -> Value {
+    let mut out = json!({});
+    for key in ["spec", "status"] {
+        if let Some(v) = ns.get(key) {
+            out[key] = v.clone();
+        }
+    }
+    if let Some(Value::Object(meta)) = ns.get("metadata") {
+        let mut meta = meta.clone();
+        meta.remove("managedFields");
+        meta.remove("ownerReferences");
+        meta.remove("selfLink");
+        out["metadata"] = Value::Object(meta);
+    }
+    out
+}
+
+/// The object and old object of `attrs` in `version`.
+fn versioned(attrs: &Attributes, version: &str) -> Result<(Option<Value>, Option<Value>), String> {
+    let encode = |obj: &Option<Value>| -> Result<Option<Value>, String> {
+        match (obj, &attrs.codec) {
+            (Some(hub), Some(codec)) => codec
+                .0
+                .encode(version, hub)
+                .map(Some)
+                .map_err(|e| e.to_string()),
+            (obj, _) => Ok(obj.clone()),
+        }
+    };
+    Ok((encode(&attrs.object)?, encode(&attrs.old_object)?))
+}
+
+/// The annotations of one policy, as upstream's `auditAnnotationCollector`:
+/// distinct values of one key are joined with `, `.
+#[derive(Default)]
+struct Collector(BTreeMap<String, Vec<String>>);
+
+impl Collector {
+    fn add(&mut self, key: String, value: String) {
+        let values = self.0.entry(key).or_default();
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    }
+
+    fn publish(self, policy: &str) {
+        for (key, values) in self.0 {
+            crate::audit::annotate_current(format!("{policy}/{key}"), values.join(", "));
+        }
+    }
+}
+
+impl ValidatingAdmissionPolicies {
+    async fn dispatch(&self, attrs: &Attributes, ctx: &Context) -> Result<(), Error> {
+        let snapshot = self.hooks(ctx).await?;
+        let mut denials: Vec<Denial> = Vec::new();
+        let mut namespace: Option<cel::Value> = None;
+        for hook in &snapshot.hooks {
+            let policy = &hook.policy;
+            let config_error =
+                |message: String, binding: Option<&str>, denials: &mut Vec<Denial>| {
+                    if policy.ignore_failures {
+                        return;
+                    }
+                    let message = match binding {
+                        Some(_) => format!("failed to configure binding: {message}"),
+                        None => format!("failed to configure policy: {message}"),
+                    };
+                    denials.push(Denial {
+                        policy: policy.name.clone(),
+                        binding: binding.map(str::to_string),
+                        message,
+                        reason: String::new(),
+                    });
+                };
+            let Some(constraints) = &policy.constraints else {
+                continue;
+            };
+            let matched = match resources_match(constraints, attrs, ctx).await {
+                Ok(Some(m)) => m,
+                Ok(None) => continue,
+                Err(e) => {
+                    config_error(e.to_string(), None, &mut denials);
+                    continue;
+                }
+            };
+            let params_source = match &policy.params {
+                Some(Err(e)) => {
+                    config_error(e.clone(), None, &mut denials);
+                    continue;
+                }
+                Some(Ok(s)) => Some(s),
+                None => None,
+            };
+            let mut activation: Option<Activation> = None;
+            let mut collector = Collector::default();
+            for binding in &hook.bindings {
+                if let Some(m) = &binding.match_resources {
+                    match resources_match(m, attrs, ctx).await {
+                        Ok(Some(_)) => {}
+                        Ok(None) => continue,
+                        Err(e) => {
+                            config_error(e.to_string(), Some(&binding.name), &mut denials);
+                            continue;
+                        }
+                    }
+                }
+                let params =
+                    match collect_params(params_source, binding.param_ref.as_ref(), attrs, ctx)
+                        .await
+                    {
+                        Ok(p) => p,
+                        Err(e) => {
+                            config_error(e, Some(&binding.name), &mut denials);
+                            continue;
+                        }
+                    };
+                if params.is_empty() {
+                    continue;
+                }
+                if activation.is_none() {
+                    let (object, old) = match versioned(attrs, &matched.version) {
+                        Ok(o) => o,
+                        Err(e) => {
+                            config_error(
+                                format!("failed to convert object version: {e}"),
+                                None,
+                                &mut denials,
+                            );
+                            break;
+                        }
+                    };
+                    let ns_value = match &namespace {
+                        Some(v) => v.clone(),
+                        None => {
+                            let v = self.namespace_value(attrs, ctx).await?;
+                            namespace = Some(v.clone());
+                            v
+                        }
+                    };
+                    let target = Target {
+                        group: &attrs.group,
+                        version: &matched.version,
+                        resource: &matched.resource,
+                    };
+                    let uid = uuid::Uuid::new_v4().to_string();
+                    let request =
+                        matching::admission_request(&uid, attrs, target, &matched.kind, None, None);
+                    let to_cel =
+                        |v: Option<&Value>| v.map_or(cel::Value::Null, apiforge_core::cel::to_cel);
+                    activation = Some(Activation {
+                        object: to_cel(object.as_ref()),
+                        old_object: to_cel(old.as_ref()),
+                        request: apiforge_core::cel::to_cel(&request),
+                        namespace_object: ns_value,
+                    });
+                }
+                let Some(activation) = &activation else {
+                    break;
+                };
+                for param in &params {
+                    let outcome = evaluate(policy, activation, &apiforge_core::cel::to_cel(param));
+                    for (i, decision) in outcome.decisions.into_iter().enumerate() {
+                        let Decision::Deny { message, reason } = decision else {
+                            continue;
+                        };
+                        for action in &binding.actions {
+                            match action.as_str() {
+                                "Deny" => denials.push(Denial {
+                                    policy: policy.name.clone(),
+                                    binding: Some(binding.name.clone()),
+                                    message: message.clone(),
+                                    reason: reason.clone(),
+                                }),
+                                "Warn" => crate::request::warning::add(format!(
+                                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {message}",
+                                    policy.name, binding.name
+                                )),
+                                "Audit" => crate::audit::annotate_current(
+                                    VALIDATION_FAILURE_ANNOTATION,
+                                    serde_json::to_string(&json!([{
+                                        "message": message,
+                                        "policy": policy.name,
+                                        "binding": binding.name,
+                                        "expressionIndex": i,
+                                        "validationActions": binding.actions,
+                                    }]))
+                                    .unwrap_or_default(),
+                                ),
+                                _ => {}
+                            }
+                        }
+                    }
+                    for (key, value) in outcome.annotations {
+                        collector.add(key, value);
+                    }
+                    for message in outcome.annotation_errors {
+                        denials.push(Denial {
+                            policy: policy.name.clone(),
+                            binding: Some(binding.name.clone()),
+                            message,
+                            reason: String::new(),
+                        });
+                    }
+                }
+            }
+            collector.publish(&policy.name);
+        }
+        match denials.into_iter().next() {
+            Some(d) => Err(d.into_error(attrs)),
+            None => Ok(()),
+        }
+    }
+
+    /// The `namespaceObject` variable: the request's namespace (null for
+    /// cluster-scoped requests and for namespaces themselves).
+    async fn namespace_value(
+        &self,
+        attrs: &Attributes,
+        ctx: &Context,
+    ) -> Result<cel::Value, Error> {
+        let is_namespace = attrs.group.is_empty() && attrs.kind == "Namespace";
+        if attrs.namespace.is_empty() || is_namespace {
+            return Ok(cel::Value::Null);
+        }
+        let lookup = ctx.lookup();
+        let mut ns = lookup
+            .get("", "v1", "namespaces", "", &attrs.namespace, false)
+            .await?;
+        if ns.is_none() {
+            ns = lookup
+                .get("", "v1", "namespaces", "", &attrs.namespace, true)
+                .await?;
+        }
+        match ns {
+            Some(ns) => Ok(apiforge_core::cel::to_cel(&namespace_object(&ns))),
+            None => Err(Error::status(Status::not_found(
+                "",
+                "namespaces",
+                &attrs.namespace,
+            ))),
+        }
+    }
+}
+
+#[async_trait]
+impl Plugin for ValidatingAdmissionPolicies {
+    fn name(&self) -> &str {
+        PLUGIN
+    }
+
+    fn handles(&self, operation: Operation) -> bool {
+        operation != Operation::Connect
+    }
+
+    /// A request of a group no policy's constraints name pays nothing (a
+    /// stale snapshot may match: it is refreshed when the plugin runs).
+    fn handles_group(&self, group: &str) -> bool {
+        let snapshot = self.current();
+        !snapshot.fresh() || snapshot.hooks.iter().any(|h| h.policy.handles_group(group))
+    }
+
+    async fn validate(&self, attrs: &Attributes, ctx: &Context) -> Result<(), Error> {
+        if matching::is_exempt(attrs) {
+            return Ok(());
+        }
+        self.dispatch(attrs, ctx).await
+    }
+}

@@ -1,0 +1,206 @@
+//! Unit tests of the policy evaluation. Expected strings are upstream's
+//! (`admission/plugin/policy/validating/{validator,dispatcher}.go`, and the
+//! CEL filter's `expression '%v' resulted in error: %v` in
+//! `admission/plugin/cel/filter.go`).
+
+use serde_json::json;
+
+use super::*;
+
+fn policy(spec: Value) -> Policy {
+    let p: ValidatingAdmissionPolicy =
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).expect("policy");
+    Policy::new(p, &Context::new(Arc::new(super::super::NoLookup)))
+}
+
+fn activation(object: Value) -> Activation {
+    Activation {
+        object: apiforge_core::cel::to_cel(&object),
+        old_object: cel::Value::Null,
+        request: apiforge_core::cel::to_cel(&json!({"operation": "CREATE", "namespace": "ns"})),
+        namespace_object: cel::Value::Null,
+    }
+}
+
+fn denial(d: &Decision) -> Option<(String, String)> {
+    match d {
+        Decision::Admit => None,
+        Decision::Deny { message, reason } => Some((message.clone(), reason.clone())),
+    }
+}
+
+/// `validator.Validate`: the message falls back from `messageExpression`
+/// to `message` to `failed expression: <expr>`; the reason defaults to
+/// Invalid.
+#[test]
+fn messages_and_reasons() {
+    let p = policy(json!({"validations": [
+        {"expression": "object.n < 3"},
+        {"expression": "object.n < 3", "message": " too many "},
+        {"expression": "object.n < 3", "message": "m", "messageExpression": "'n is ' + string(object.n)", "reason": "Forbidden"},
+        {"expression": "object.n < 3", "message": "fallback", "messageExpression": "1"},
+        {"expression": "object.n > 3"},
+    ]}));
+    let out = evaluate(&p, &activation(json!({"n": 5})), &cel::Value::Null);
+    let got: Vec<_> = out.decisions.iter().map(denial).collect();
+    assert_eq!(
+        got,
+        [
+            Some(("failed expression: object.n < 3".into(), "Invalid".into())),
+            Some(("too many".into(), "Invalid".into())),
+            Some(("n is 5".into(), "Forbidden".into())),
+            Some(("fallback".into(), "Invalid".into())),
+            None,
+        ]
+    );
+}
+
+/// Evaluation errors: denied with the CEL filter's message under
+/// `failurePolicy: Fail`, admitted under `Ignore`.
+#[test]
+fn errors_follow_the_failure_policy() {
+    let spec = |fp: &str| json!({"failurePolicy": fp, "validations": [{"expression": "object.missing == 1"}]});
+    let out = evaluate(
+        &policy(spec("Fail")),
+        &activation(json!({})),
+        &cel::Value::Null,
+    );
+    let (message, _) = denial(&out.decisions[0]).expect("denied");
+    assert!(
+        message.starts_with("expression 'object.missing == 1' resulted in error: "),
+        "{message}"
+    );
+    let out = evaluate(
+        &policy(spec("Ignore")),
+        &activation(json!({})),
+        &cel::Value::Null,
+    );
+    assert!(denial(&out.decisions[0]).is_none());
+}
+
+/// Params, variables (each seeing the earlier ones) and audit annotations.
+#[test]
+fn params_variables_and_annotations() {
+    let p = policy(json!({
+        "variables": [
+            {"name": "limit", "expression": "int(params.data.max)"},
+            {"name": "over", "expression": "object.n > variables.limit"},
+        ],
+        "validations": [{"expression": "!variables.over", "messageExpression": "'max is ' + string(variables.limit)"}],
+        "auditAnnotations": [
+            {"key": "n", "valueExpression": "string(object.n)"},
+            {"key": "none", "valueExpression": "null"},
+            {"key": "bad", "valueExpression": "1"},
+        ],
+    }));
+    let params = apiforge_core::cel::to_cel(&json!({"data": {"max": "3"}}));
+    let out = evaluate(&p, &activation(json!({"n": 5})), &params);
+    assert_eq!(
+        denial(&out.decisions[0]),
+        Some(("max is 3".into(), "Invalid".into()))
+    );
+    assert_eq!(out.annotations, [("n".to_string(), "5".to_string())]);
+    assert_eq!(
+        out.annotation_errors,
+        [
+            "valueExpression '1' resulted in unsupported return type: int. Return type must be either string or null."
+        ]
+    );
+    let out = evaluate(&p, &activation(json!({"n": 2})), &params);
+    assert!(denial(&out.decisions[0]).is_none());
+}
+
+/// Match conditions gate the validations.
+#[test]
+fn match_conditions_gate() {
+    let p = policy(json!({
+        "matchConditions": [{"name": "only-big", "expression": "object.n > 10"}],
+        "validations": [{"expression": "false"}],
+    }));
+    assert!(
+        evaluate(&p, &activation(json!({"n": 5})), &cel::Value::Null)
+            .decisions
+            .is_empty()
+    );
+    assert_eq!(
+        evaluate(&p, &activation(json!({"n": 50})), &cel::Value::Null)
+            .decisions
+            .len(),
+        1
+    );
+}
+
+/// The dispatcher's denial: `admission.NewForbidden` with the policy's
+/// message, the reason's code (`reasonToCode`) and the message as a cause.
+#[test]
+fn denial_status() {
+    let attrs = Attributes {
+        group: "".into(),
+        resource: "configmaps".into(),
+        name: "cm".into(),
+        ..Default::default()
+    };
+    let err = Denial {
+        policy: "p".into(),
+        binding: Some("b".into()),
+        message: "nope".into(),
+        reason: "RequestEntityTooLarge".into(),
+    }
+    .into_error(&attrs);
+    let s = err.as_status();
+    assert_eq!(
+        s.message,
+        "configmaps \"cm\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: nope"
+    );
+    assert_eq!((s.code, s.reason.as_str()), (413, "RequestEntityTooLarge"));
+    let causes = &s.details.as_ref().expect("details").causes;
+    assert_eq!(
+        causes[0].message,
+        "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: nope"
+    );
+    let err = Denial {
+        policy: "p".into(),
+        binding: None,
+        message: "failed to configure policy: x".into(),
+        reason: String::new(),
+    }
+    .into_error(&attrs);
+    assert_eq!(err.as_status().code, 422);
+    assert!(
+        err.as_status().message.ends_with(
+            "ValidatingAdmissionPolicy 'p' denied request: failed to configure policy: x"
+        )
+    );
+}
+
+/// A variable that fails to evaluate surfaces in the expressions that use
+/// it as upstream's `variableAccessor.Callback` words it.
+#[test]
+fn failed_variables() {
+    let p = policy(json!({
+        "variables": [
+            {"name": "owner", "expression": "object.data.owner"},
+            {"name": "ownerLen", "expression": "size(variables.owner)"},
+        ],
+        "validations": [
+            {"expression": "variables.owner != ''"},
+            {"expression": "variables.ownerLen > 0"},
+            {"expression": "true"},
+        ],
+    }));
+    let out = evaluate(&p, &activation(json!({"data": {}})), &cel::Value::Null);
+    let messages: Vec<_> = out.decisions.iter().map(denial).collect();
+    let (first, _) = messages[0].clone().expect("denied");
+    assert!(
+        first.starts_with("expression 'variables.owner != ''' resulted in error: composited variable \"owner\" fails to evaluate: "),
+        "{first}"
+    );
+    let (second, _) = messages[1].clone().expect("denied");
+    assert!(
+        second.starts_with("expression 'variables.ownerLen > 0' resulted in error: composited variable \"ownerLen\" fails to evaluate: composited variable \"owner\" fails to evaluate: "),
+        "{second}"
+    );
+    assert!(messages[2].is_none());
+    assert!(mentions("variables.owner == 1", "owner"));
+    assert!(!mentions("variables.ownerLen == 1", "owner"));
+}
