@@ -343,9 +343,17 @@ impl Client {
     }
 
     async fn exchange(&self, body: Bytes) -> Result<(http::StatusCode, Bytes), String> {
-        let mut sender = match self.idle_sender() {
-            Some(sender) => sender,
-            None => self.connect().await?,
+        let mut sender = loop {
+            match self.idle_sender() {
+                // A connection just handed back may still be finishing the
+                // previous exchange: wait for it rather than drop it.
+                Some(mut sender) => {
+                    if sender.ready().await.is_ok() {
+                        break sender;
+                    }
+                }
+                None => break self.connect().await?,
+            }
         };
         let path = self
             .uri
@@ -377,11 +385,11 @@ impl Client {
         Ok((code, body))
     }
 
-    /// An idle connection that can take a request now.
+    /// An idle connection that is still open.
     fn idle_sender(&self) -> Option<Sender> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         while let Some(sender) = idle.pop() {
-            if sender.is_ready() {
+            if !sender.is_closed() {
                 return Some(sender);
             }
         }
