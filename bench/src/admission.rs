@@ -7,7 +7,8 @@
 //! webhook adds an annotation with a JSON patch) are alternated against
 //! each other on the same server. Latency is measured with one client
 //! (the p50 difference is the added latency per webhook call); throughput
-//! and server CPU per create with 16 clients.
+//! and server CPU per create with 16 clients. Then 1 and 10
+//! ValidatingAdmissionPolicies (bound by label) against none.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -280,5 +281,165 @@ pub(crate) async fn admission(settings: &Settings) -> anyhow::Result<Vec<Figure>
         ));
     }
     drop(hook_server);
+
+    // ValidatingAdmissionPolicies: 1 and 10 policies (each with its
+    // binding) select flunders by label; every one passes.
+    for (label, count) in [("one", 1), ("ten", 10)] {
+        for i in 0..count {
+            let name = format!("bench-{label}-{i}");
+            let policy = json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": name},
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {"resourceRules": [{
+                        "apiGroups": ["wardle.example.com"], "apiVersions": ["*"],
+                        "operations": ["CREATE"], "resources": ["flunders"],
+                    }]},
+                    "validations": [{
+                        "expression": "object.metadata.name.size() < 200 && !has(object.spec.flunderReference)",
+                        "message": "flunders may not reference flunders here",
+                    }],
+                },
+            });
+            let binding = json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": name},
+                "spec": {
+                    "policyName": name,
+                    "validationActions": ["Deny"],
+                    "matchResources": {"objectSelector": {"matchLabels": { POLICY_LABEL: label }}},
+                },
+            });
+            for (resource, body) in [
+                ("validatingadmissionpolicies", policy),
+                ("validatingadmissionpolicybindings", binding),
+            ] {
+                conn.send(
+                    Method::POST,
+                    &format!("/apis/admissionregistration.k8s.io/v1/{resource}"),
+                    Some(Bytes::from(serde_json::to_vec(&body)?)),
+                )
+                .await?
+                .ok()?;
+            }
+        }
+    }
+    // In effect: a flunder that breaks the rule is refused under both.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for label in ["one", "ten"] {
+        let mut n = 0;
+        loop {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "policies not in effect after 30 s"
+            );
+            n += 1;
+            let obj = json!({
+                "apiVersion": "wardle.example.com/v1beta1",
+                "kind": "Flunder",
+                "metadata": {"name": format!("probe-{label}-{n}"), "labels": { POLICY_LABEL: label }},
+                "spec": {"flunderReference": "x", "referenceType": "Flunder"},
+            });
+            let reply = conn
+                .send(
+                    Method::POST,
+                    &collection("default"),
+                    Some(Bytes::from(serde_json::to_vec(&obj)?)),
+                )
+                .await?;
+            if reply.status == StatusCode::UNPROCESSABLE_ENTITY {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let policy_op = |label: &'static str| {
+        let id = ops.fetch_add(1, Ordering::Relaxed);
+        Arc::new(LabelledCreateOp {
+            collection: collection("default"),
+            label,
+            prefix: format!("policy-{label}-{id}"),
+            pad,
+            next: AtomicU64::new(0),
+        })
+    };
+    for (label, what) in [("one", "1 policy"), ("ten", "10 policies")] {
+        let runs = alternate(
+            settings,
+            CLIENTS,
+            (&format!("policies-{label}"), what, "none"),
+            target,
+            &pid,
+            policy_op(label),
+            policy_op(""),
+        )
+        .await?;
+        out.push(Figure::vs(
+            S,
+            &format!("creates/s with {what}, {CLIENTS} clients (ref: no policy)"),
+            median(&runs.rate[0]),
+            median(&runs.rate[1]),
+            if label == "ten" {
+                Goal::RatioAtLeast(0.9)
+            } else {
+                Goal::Info
+            },
+        ));
+        out.push(Figure::vs(
+            S,
+            &format!("server CPU µs per create with {what} (ref: no policy)"),
+            median(&runs.cpu_us[0]),
+            median(&runs.cpu_us[1]),
+            Goal::Info,
+        ));
+    }
     Ok(out)
+}
+
+/// The label that selects the policies' bindings.
+const POLICY_LABEL: &str = "bench-policy";
+
+/// Creates 1 KiB Flunders labelled `bench-policy: <label>` (none for `""`).
+struct LabelledCreateOp {
+    collection: String,
+    label: &'static str,
+    prefix: String,
+    pad: usize,
+    next: AtomicU64,
+}
+
+impl Op for LabelledCreateOp {
+    async fn call(&self, _worker: usize, conn: &mut Conn) -> anyhow::Result<u64> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut meta = json!({
+            "name": format!("{}-{n}", self.prefix),
+            "annotations": {"bench/pad": "x".repeat(self.pad)},
+        });
+        if !self.label.is_empty() {
+            meta["labels"] = json!({ POLICY_LABEL: self.label });
+        }
+        let obj = json!({
+            "apiVersion": "wardle.example.com/v1beta1",
+            "kind": "Flunder",
+            "metadata": meta,
+            "spec": {},
+        });
+        let reply = conn
+            .send(
+                Method::POST,
+                &self.collection,
+                Some(Bytes::from(serde_json::to_vec(&obj)?)),
+            )
+            .await?;
+        anyhow::ensure!(
+            reply.status == StatusCode::CREATED,
+            "create answered {}: {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        );
+        Ok(reply.body.len() as u64)
+    }
 }
