@@ -786,6 +786,11 @@ impl ValidatingAdmissionPolicies {
         let snapshot = self.hooks(ctx).await?;
         let mut denials: Vec<Denial> = Vec::new();
         let mut namespace: Option<cel::Value> = None;
+        // The activation of each version the request is evaluated in, built
+        // once for every policy matching in that version (converting the
+        // object and building the request variable cost more than most
+        // expressions).
+        let mut activations: HashMap<String, Arc<Activation>> = HashMap::new();
         for hook in &snapshot.hooks {
             let policy = &hook.policy;
             let config_error =
@@ -823,7 +828,8 @@ impl ValidatingAdmissionPolicies {
                 Some(Ok(s)) => Some(s),
                 None => None,
             };
-            let mut activation: Option<Activation> = None;
+            let mut activation: Option<Arc<Activation>> =
+                activations.get(&matched.version).cloned();
             let mut collector = Collector::default();
             for binding in &hook.bindings {
                 if let Some(m) = &binding.match_resources {
@@ -879,12 +885,14 @@ impl ValidatingAdmissionPolicies {
                         matching::admission_request(&uid, attrs, target, &matched.kind, None, None);
                     let to_cel =
                         |v: Option<&Value>| v.map_or(cel::Value::Null, apiforge_core::cel::to_cel);
-                    activation = Some(Activation {
+                    let built = Arc::new(Activation {
                         object: to_cel(object.as_ref()),
                         old_object: to_cel(old.as_ref()),
                         request: apiforge_core::cel::to_cel(&request),
                         namespace_object: ns_value,
                     });
+                    activations.insert(matched.version.clone(), built.clone());
+                    activation = Some(built);
                 }
                 let Some(activation) = &activation else {
                     break;
