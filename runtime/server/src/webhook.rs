@@ -90,6 +90,42 @@ pub struct UserCredentials {
     pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+impl UserCredentials {
+    /// The credentials of a kubeconfig `user` entry: `token` or `tokenFile`,
+    /// `username`/`password`, `client-certificate(-data)` with
+    /// `client-key(-data)`; files are relative to `base`.
+    pub fn from_kubeconfig_user(user: &Value, base: &Path) -> Result<Self, String> {
+        let token = match (field(user, "token"), field(user, "tokenFile")) {
+            (Some(token), _) => Some(token.to_string()),
+            (None, Some(file)) => Some(
+                std::fs::read_to_string(base.join(file))
+                    .map_err(|e| format!("reading {file}: {e}"))?
+                    .trim()
+                    .to_string(),
+            ),
+            (None, None) => None,
+        };
+        let basic = field(user, "username").map(|name| {
+            (
+                name.to_string(),
+                field(user, "password").unwrap_or_default().to_string(),
+            )
+        });
+        let cert = data_or_file(user, "client-certificate", base)?;
+        let key = data_or_file(user, "client-key", base)?;
+        let client_cert = match (cert, key) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => return Err("client-certificate and client-key must be given together".into()),
+        };
+        Ok(UserCredentials {
+            token,
+            basic,
+            client_cert,
+        })
+    }
+}
+
 /// Where a client connects: `(host, port)`, or why it cannot.
 pub type DialResult = Result<(String, u16), String>;
 
@@ -194,25 +230,16 @@ impl Client {
             .map_err(|e| format!("server {server:?}: {e}"))?;
         let no_user = Value::Null;
         let user = entry(&config, "users", "user", "user").unwrap_or(&no_user);
-        let bearer = match (field(user, "token"), field(user, "tokenFile")) {
-            (Some(token), _) => Some(token.to_string()),
-            (None, Some(file)) => Some(
-                std::fs::read_to_string(base.join(file))
-                    .map_err(|e| format!("reading {file}: {e}"))?
-                    .trim()
-                    .to_string(),
-            ),
-            (None, None) => None,
-        };
+        let credentials = UserCredentials::from_kubeconfig_user(user, base)?;
         let tls = match uri.scheme_str() {
             Some("http") => None,
-            Some("https") => Some(tls_connector(cluster, user, base)?),
+            Some("https") => Some(tls_connector(cluster, &credentials, base)?),
             _ => return Err(format!("server {server:?} is not an http(s) URL")),
         };
         Ok(Client {
             uri,
             tls,
-            authorization: bearer.map(|t| format!("Bearer {t}")),
+            authorization: credentials.token.map(|t| format!("Bearer {t}")),
             timeout: DEFAULT_TIMEOUT,
             dial: None,
             idle: Default::default(),
@@ -235,7 +262,6 @@ impl Client {
         timeout: Duration,
         credentials: Option<&UserCredentials>,
     ) -> Result<Self, String> {
-        use rustls_pki_types::pem::PemObject;
         let uri: http::Uri = url.parse().map_err(|e| format!("url {url:?}: {e}"))?;
         let tls = match uri.scheme_str() {
             Some("https") => {
@@ -243,20 +269,10 @@ impl Client {
                     Some(ca) => roots(ca, "caBundle")?,
                     None => system_roots()?,
                 };
-                let builder = client_config(roots)?;
-                let config = match credentials.and_then(|c| c.client_cert.as_ref()) {
-                    Some((cert, key)) => {
-                        let chain = rustls_pki_types::CertificateDer::pem_slice_iter(cert)
-                            .collect::<Result<Vec<_>, _>>()
-                            .map_err(|e| format!("client-certificate: {e}"))?;
-                        let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(key)
-                            .map_err(|e| format!("client-key: {e}"))?;
-                        builder
-                            .with_client_auth_cert(chain, key)
-                            .map_err(|e| format!("client certificate: {e}"))?
-                    }
-                    None => builder.with_no_client_auth(),
-                };
+                let config = with_client_cert(
+                    client_config(roots)?,
+                    credentials.and_then(|c| c.client_cert.as_ref()),
+                )?;
                 Some(tokio_rustls::TlsConnector::from(Arc::new(config)))
             }
             Some("http") => None,
@@ -448,10 +464,9 @@ impl Client {
 
 fn tls_connector(
     cluster: &Value,
-    user: &Value,
+    credentials: &UserCredentials,
     base: &Path,
 ) -> Result<tokio_rustls::TlsConnector, String> {
-    use rustls_pki_types::pem::PemObject;
     if cluster
         .get("insecure-skip-tls-verify")
         .and_then(Value::as_bool)
@@ -462,23 +477,28 @@ fn tls_connector(
     let ca = data_or_file(cluster, "certificate-authority", base)?
         .ok_or("an https webhook needs certificate-authority(-data)")?;
     let builder = client_config(roots(&ca, "certificate-authority")?)?;
-    let cert = data_or_file(user, "client-certificate", base)?;
-    let key = data_or_file(user, "client-key", base)?;
-    let config = match (cert, key) {
-        (Some(cert), Some(key)) => {
-            let chain = rustls_pki_types::CertificateDer::pem_slice_iter(&cert)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("client-certificate: {e}"))?;
-            let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(&key)
-                .map_err(|e| format!("client-key: {e}"))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| format!("client certificate: {e}"))?
-        }
-        (None, None) => builder.with_no_client_auth(),
-        _ => return Err("client-certificate and client-key must be given together".into()),
-    };
+    let config = with_client_cert(builder, credentials.client_cert.as_ref())?;
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// Finishes a TLS client configuration, presenting `cert` (a PEM chain and
+/// key) when given.
+fn with_client_cert(
+    builder: rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>,
+    cert: Option<&(Vec<u8>, Vec<u8>)>,
+) -> Result<rustls::ClientConfig, String> {
+    use rustls_pki_types::pem::PemObject;
+    let Some((cert, key)) = cert else {
+        return Ok(builder.with_no_client_auth());
+    };
+    let chain = rustls_pki_types::CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("client-certificate: {e}"))?;
+    let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(key)
+        .map_err(|e| format!("client-key: {e}"))?;
+    builder
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| format!("client certificate: {e}"))
 }
 
 /// The system's trust roots (read once), for webhooks without a

@@ -121,22 +121,6 @@ fn text(v: &Value, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn data_or_file(v: &Value, key: &str, base: &Path) -> Result<Option<Vec<u8>>, String> {
-    use base64::Engine;
-    if let Some(data) = text(v, &format!("{key}-data")) {
-        return base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .map(Some)
-            .map_err(|e| format!("{key}-data: {e}"));
-    }
-    match text(v, key) {
-        Some(file) => std::fs::read(base.join(&file))
-            .map(Some)
-            .map_err(|e| format!("reading {file}: {e}")),
-        None => Ok(None),
-    }
-}
-
 impl WebhookCredentials {
     /// Reads the kubeconfig at `path`.
     pub fn load(path: &Path) -> Result<Self, String> {
@@ -148,38 +132,9 @@ impl WebhookCredentials {
             let Some(name) = text(u, "name") else {
                 continue;
             };
-            let user = &u["user"];
-            let token = match (text(user, "token"), text(user, "tokenFile")) {
-                (Some(t), _) => Some(t),
-                (None, Some(file)) => Some(
-                    std::fs::read_to_string(base.join(&file))
-                        .map_err(|e| format!("reading {file}: {e}"))?
-                        .trim()
-                        .to_string(),
-                ),
-                _ => None,
-            };
-            let basic =
-                text(user, "username").map(|n| (n, text(user, "password").unwrap_or_default()));
-            let cert = data_or_file(user, "client-certificate", base)?;
-            let key = data_or_file(user, "client-key", base)?;
-            let client_cert = match (cert, key) {
-                (Some(c), Some(k)) => Some((c, k)),
-                (None, None) => None,
-                _ => {
-                    return Err(format!(
-                        "user {name:?}: client-certificate and client-key must be given together"
-                    ));
-                }
-            };
-            users.insert(
-                name,
-                UserCredentials {
-                    token,
-                    basic,
-                    client_cert,
-                },
-            );
+            let user = UserCredentials::from_kubeconfig_user(&u["user"], base)
+                .map_err(|e| format!("user {name:?}: {e}"))?;
+            users.insert(name, user);
         }
         let current = text(&config, "current-context").and_then(|ctx| {
             config["contexts"]

@@ -122,15 +122,36 @@ pub async fn namespace_selector_matches(
     } else {
         attrs.namespace.as_str()
     };
+    let ns = namespace(ctx, name).await?;
+    Ok(selector.matches(&labels_of(Some(&ns)).unwrap_or_default()))
+}
+
+/// The namespace `name`, from the cache, else from storage (it may have
+/// been created just before the request); 404 when it does not exist.
+pub async fn namespace(ctx: &Context, name: &str) -> Result<Value, Error> {
     let lookup = ctx.lookup();
     let mut ns = lookup.get("", "v1", "namespaces", "", name, false).await?;
     if ns.is_none() {
         ns = lookup.get("", "v1", "namespaces", "", name, true).await?;
     }
-    match ns {
-        Some(ns) => Ok(selector.matches(&labels_of(Some(&ns)).unwrap_or_default())),
-        None => Err(Error::status(Status::not_found("", "namespaces", name))),
-    }
+    ns.ok_or_else(|| Error::status(Status::not_found("", "namespaces", name)))
+}
+
+/// The object and old object of `attrs` encoded in `version` (with
+/// `apiVersion` and `kind`), as webhooks and policies see them.
+pub fn versioned(
+    attrs: &Attributes,
+    version: &str,
+) -> Result<(Option<Value>, Option<Value>), String> {
+    let encode = |obj: &Option<Value>| match (obj, &attrs.codec) {
+        (Some(hub), Some(codec)) => codec
+            .0
+            .encode(version, hub)
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        (obj, _) => Ok(obj.clone()),
+    };
+    Ok((encode(&attrs.object)?, encode(&attrs.old_object)?))
 }
 
 /// Compiled `matchConditions`.

@@ -39,7 +39,7 @@ use apiforge_core::builtin::admissionregistration_v1::{
     MatchResources, ParamKind, ParamRef, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
 };
-use apiforge_core::meta::{Status, StatusCause, StatusDetails};
+use apiforge_core::meta::{StatusCause, StatusDetails};
 
 #[cfg(test)]
 mod tests;
@@ -746,21 +746,6 @@ fn namespace_object(ns: &Value) -> Value {
     out
 }
 
-/// The object and old object of `attrs` in `version`.
-fn versioned(attrs: &Attributes, version: &str) -> Result<(Option<Value>, Option<Value>), String> {
-    let encode = |obj: &Option<Value>| -> Result<Option<Value>, String> {
-        match (obj, &attrs.codec) {
-            (Some(hub), Some(codec)) => codec
-                .0
-                .encode(version, hub)
-                .map(Some)
-                .map_err(|e| e.to_string()),
-            (obj, _) => Ok(obj.clone()),
-        }
-    };
-    Ok((encode(&attrs.object)?, encode(&attrs.old_object)?))
-}
-
 /// The annotations of one policy, as upstream's `auditAnnotationCollector`:
 /// distinct values of one key are joined with `, `.
 #[derive(Default)]
@@ -856,7 +841,7 @@ impl ValidatingAdmissionPolicies {
                     continue;
                 }
                 if activation.is_none() {
-                    let (object, old) = match versioned(attrs, &matched.version) {
+                    let (object, old) = match matching::versioned(attrs, &matched.version) {
                         Ok(o) => o,
                         Err(e) => {
                             config_error(
@@ -962,23 +947,8 @@ impl ValidatingAdmissionPolicies {
         if attrs.namespace.is_empty() || is_namespace {
             return Ok(cel::Value::Null);
         }
-        let lookup = ctx.lookup();
-        let mut ns = lookup
-            .get("", "v1", "namespaces", "", &attrs.namespace, false)
-            .await?;
-        if ns.is_none() {
-            ns = lookup
-                .get("", "v1", "namespaces", "", &attrs.namespace, true)
-                .await?;
-        }
-        match ns {
-            Some(ns) => Ok(apiforge_core::cel::to_cel(&namespace_object(&ns))),
-            None => Err(Error::status(Status::not_found(
-                "",
-                "namespaces",
-                &attrs.namespace,
-            ))),
-        }
+        let ns = matching::namespace(ctx, &attrs.namespace).await?;
+        Ok(apiforge_core::cel::to_cel(&namespace_object(&ns)))
     }
 }
 

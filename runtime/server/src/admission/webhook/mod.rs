@@ -478,20 +478,9 @@ async fn should_call(
     Ok(Some(invocation))
 }
 
-/// The object and old object of `attrs` in `version` (with `apiVersion`
-/// and `kind`).
+/// [`matching::versioned`], failing as an internal error.
 fn versioned(attrs: &Attributes, version: &str) -> Result<(Option<Value>, Option<Value>), Error> {
-    let encode = |obj: &Option<Value>| -> Result<Option<Value>, Error> {
-        match (obj, &attrs.codec) {
-            (Some(hub), Some(codec)) => codec
-                .0
-                .encode(version, hub)
-                .map(Some)
-                .map_err(|e| Error::status(Status::internal(e.to_string()))),
-            (obj, _) => Ok(obj.clone()),
-        }
-    };
-    Ok((encode(&attrs.object)?, encode(&attrs.old_object)?))
+    matching::versioned(attrs, version).map_err(|e| Error::status(Status::internal(e)))
 }
 
 fn request_for(
