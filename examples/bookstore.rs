@@ -152,6 +152,7 @@ fn main() -> anyhow::Result<()> {
         authorization: Default::default(),
         identity_lease: Default::default(),
         audit: Default::default(),
+        aggregator: Default::default(),
     };
     let version = VersionInfo {
         major: "1".into(),

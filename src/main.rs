@@ -114,9 +114,18 @@ fn serve(opts: options::ServeOptions) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         let storage: Arc<dyn Storage> = open_storage(&config).await?;
-        let docs = Documents::from_bundle(DOCUMENTS)?;
         let mut scheme = apiforge_apis::scheme();
         apiforge_runtime::builtin::install(&mut scheme);
+        // `--runtime-config` turning group versions off: the documents are
+        // generated for what is left, at start-up.
+        let docs = if scheme
+            .apply_runtime_config(&config.runtime_config)
+            .context("--runtime-config")?
+        {
+            Documents::from_scheme(&scheme)?
+        } else {
+            Documents::from_bundle(DOCUMENTS)?
+        };
         apiforge_runtime::server::run(
             config.server.complete(),
             scheme,

@@ -304,6 +304,18 @@ pub(crate) struct ServeOptions {
     /// Sets the log format. Permitted formats: "json", "text".
     #[arg(long = "logging-format", default_value = "text", value_parser = ["text", "json"], help_heading = "Logs")]
     logging_format: String,
+    /// Client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins. It is expected that this cert includes a signature from the CA in the --requestheader-client-ca-file flag. That CA is published in the 'extension-apiserver-authentication' configmap in the kube-system namespace. Components receiving calls from kube-aggregator should use that CA to perform their half of the mutual TLS verification.
+    #[arg(long, help_heading = "Aggregator")]
+    proxy_client_cert_file: Option<PathBuf>,
+    /// Private key for the client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins.
+    #[arg(long, help_heading = "Aggregator")]
+    proxy_client_key_file: Option<PathBuf>,
+    /// Turns on aggregator routing requests to endpoints IP rather than cluster IP.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Aggregator")]
+    enable_aggregator_routing: bool,
+    /// A set of key=value pairs that enable or disable built-in APIs. Supported options are: v1=true|false for the core API group; <group>/<version>=true|false for a specific API group and version (e.g. apps/v1=true); api/all=true|false controls all API versions; api/ga=true|false controls all API versions of the form v[0-9]+; api/beta=true|false controls all API versions of the form v[0-9]+beta[0-9]+; api/alpha=true|false controls all API versions of the form v[0-9]+alpha[0-9]+; api/legacy is deprecated, and will be removed in a future version.
+    #[arg(long, value_delimiter = ',', help_heading = "API enablement")]
+    runtime_config: Vec<String>,
     #[command(flatten)]
     pub(crate) admission: crate::admission::AdmissionFlags,
 }
@@ -315,6 +327,8 @@ pub(crate) struct CompletedOptions {
     pub(crate) etcd: Option<apiforge_runtime::storage::etcd3::Etcd3Options>,
     /// `--etcd-compaction-interval`; zero turns compaction off.
     pub(crate) compaction_interval: Duration,
+    /// `--runtime-config` entries.
+    pub(crate) runtime_config: Vec<String>,
 }
 
 impl ServeOptions {
@@ -374,6 +388,12 @@ impl ServeOptions {
         {
             errors.push(
                 "--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers".to_string(),
+            );
+        }
+        if self.proxy_client_cert_file.is_some() != self.proxy_client_key_file.is_some() {
+            errors.push(
+                "--proxy-client-cert-file and --proxy-client-key-file must be given together"
+                    .to_string(),
             );
         }
         if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
@@ -644,6 +664,7 @@ impl ServeOptions {
         Ok(CompletedOptions {
             etcd,
             compaction_interval: self.etcd_compaction_interval.duration,
+            runtime_config: self.runtime_config,
             server: apiforge_runtime::server::Config {
                 bind_address: self.bind_address,
                 secure_port: self.secure_port,
@@ -725,6 +746,10 @@ impl ServeOptions {
                     hsts_directives: hsts,
                 },
                 audit,
+                aggregator: apiforge_runtime::aggregator::Options {
+                    proxy_client_cert: self.proxy_client_cert_file.zip(self.proxy_client_key_file),
+                    enable_aggregator_routing: self.enable_aggregator_routing,
+                },
             },
         })
     }

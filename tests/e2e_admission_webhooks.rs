@@ -781,32 +781,6 @@ async fn webhooks_apply_to_custom_resources() {
     assert_eq!(review["request"]["object"]["spec"]["size"], "small");
 }
 
-/// This machine's non-loopback IPv4 address (the source address of its
-/// default route, else the first of `hostname -I`).
-fn host_address() -> String {
-    let routed = std::net::UdpSocket::bind("0.0.0.0:0")
-        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
-        .and_then(|s| s.local_addr())
-        .map(|a| a.ip())
-        .ok()
-        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified());
-    if let Some(ip) = routed {
-        return ip.to_string();
-    }
-    let out = std::process::Command::new("hostname")
-        .arg("-I")
-        .output()
-        .expect("hostname -I");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .find(|a| {
-            a.parse::<std::net::Ipv4Addr>()
-                .is_ok_and(|ip| !ip.is_loopback())
-        })
-        .expect("a non-loopback IPv4 address on this machine")
-        .to_string()
-}
-
 #[tokio::test]
 async fn service_references_resolve_through_endpoints_and_external_names() {
     use k8s_openapi::api::admissionregistration::v1::ServiceReference;
@@ -816,7 +790,7 @@ async fn service_references_resolve_through_endpoints_and_external_names() {
     // One webhook, its certificate naming both services, listening on the
     // machine's own address: Endpoints may not name loopback addresses
     // (`ValidateNonSpecialIP`).
-    let host_ip = host_address();
+    let host_ip = common::host_address();
     let hook = Webhook::start_on(
         handler(|review| {
             answer(

@@ -72,8 +72,8 @@ pub use apiforge_core::protobuf;
 pub use apiforge_server::request::warning;
 #[cfg(feature = "server")]
 pub use apiforge_server::{
-    admission, audit, authn, authz, controllers, endpoints, error, filters, flowcontrol, go_errors,
-    handlers, metrics, patch, registry, request, server, webhook,
+    admission, aggregator, audit, authn, authz, controllers, endpoints, error, filters,
+    flowcontrol, go_errors, handlers, metrics, patch, registry, request, server, webhook,
 };
 #[cfg(feature = "server")]
 pub use apiforge_storage as storage;

@@ -213,3 +213,29 @@ pub async fn eventually(client: &kube::Client, path: &str, code: u16) -> (u16, S
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+impl TestCa {
+    /// Mints a serving certificate for `sans` (DNS names or IP addresses);
+    /// writes `<dir>/<file>.crt` (with this CA after it) and `.key` and
+    /// returns their paths.
+    pub fn server_cert(&self, dir: &Path, file: &str, sans: &[&str]) -> (PathBuf, PathBuf) {
+        let key = KeyPair::generate().expect("server key");
+        let names: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+        let mut params = CertificateParams::new(names).expect("server params");
+        params.distinguished_name.push(DnType::CommonName, file);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let cert = params.signed_by(&key, &self.issuer).expect("server cert");
+        let (crt, key_path) = (
+            dir.join(format!("{file}.crt")),
+            dir.join(format!("{file}.key")),
+        );
+        // The chain, CA last: the server's admin kubeconfig trusts this file.
+        std::fs::write(&crt, format!("{}{}", cert.pem(), self.cert_pem)).expect("write cert");
+        std::fs::write(&key_path, key.serialize_pem()).expect("write key");
+        (crt, key_path)
+    }
+}

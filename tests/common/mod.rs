@@ -26,6 +26,32 @@ pub struct Server {
     log: PathBuf,
 }
 
+/// This machine's non-loopback IPv4 address (the source address of its
+/// default route, else the first of `hostname -I`).
+pub fn host_address() -> String {
+    let routed = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map(|a| a.ip())
+        .ok()
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified());
+    if let Some(ip) = routed {
+        return ip.to_string();
+    }
+    let out = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .expect("hostname -I");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|a| {
+            a.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| !ip.is_loopback())
+        })
+        .expect("a non-loopback IPv4 address on this machine")
+        .to_string()
+}
+
 /// A free loopback port (bind to 0, read, release).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -47,6 +47,7 @@
 extern crate apiforge_core as apiforge_runtime;
 
 pub mod admission;
+pub mod aggregator;
 pub mod audit;
 pub mod authn;
 pub mod authz;

@@ -481,6 +481,86 @@ fn tls_connector(
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
+/// A TLS client configuration for a backend the server proxies to (an
+/// APIService's): trusting the PEM certificates of `ca_bundle` (the system
+/// roots without one), or any certificate with `insecure` (as
+/// `insecureSkipTLSVerify`), presenting `client_cert` (a PEM chain and key)
+/// when given, offering `alpn` protocols.
+pub fn backend_tls_config(
+    ca_bundle: Option<&[u8]>,
+    insecure: bool,
+    client_cert: Option<&(Vec<u8>, Vec<u8>)>,
+    alpn: &[&[u8]],
+) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = if insecure {
+        rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyServer(provider)))
+    } else {
+        let roots = match ca_bundle.filter(|ca| !ca.is_empty()) {
+            Some(ca) => roots(ca, "caBundle")?,
+            None => system_roots()?,
+        };
+        client_config(roots)?
+    };
+    let mut config = with_client_cert(builder, client_cert)?;
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(config)
+}
+
+/// Accepts every server certificate (`insecureSkipTLSVerify`); signatures
+/// are still checked, so the handshake itself is sound.
+#[derive(Debug)]
+struct AnyServer(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls_pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls_pki_types::CertificateDer<'_>],
+        _server_name: &rustls_pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls_pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls_pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
 /// Finishes a TLS client configuration, presenting `cert` (a PEM chain and
 /// key) when given.
 fn with_client_cert(

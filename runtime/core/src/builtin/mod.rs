@@ -4,10 +4,12 @@
 //! `rbac.authorization.k8s.io/v1`, `coordination.k8s.io/v1` (Lease),
 //! `flowcontrol.apiserver.k8s.io/v1`, `apiextensions.k8s.io/v1`
 //! (CustomResourceDefinition) and `admissionregistration.k8s.io/v1`
-//! (the webhook configurations).
+//! (the webhook configurations and admission policies) and
+//! `apiregistration.k8s.io/v1` (APIService).
 
 pub mod admissionregistration_v1;
 pub mod apiextensions_v1;
+pub mod apiregistration_v1;
 pub mod coordination_v1;
 pub mod core_v1;
 pub mod discovery_v1;
@@ -26,4 +28,5 @@ pub fn install(scheme: &mut Scheme) {
     flowcontrol_v1::install(scheme);
     apiextensions_v1::install(scheme);
     admissionregistration_v1::install(scheme);
+    apiregistration_v1::install(scheme);
 }

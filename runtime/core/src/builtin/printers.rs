@@ -497,6 +497,50 @@ fn list_with_more(items: &[String]) -> String {
     }
 }
 
+/// APIService: NAME, SERVICE (`<namespace>/<name>` or `Local`), AVAILABLE
+/// (the `Available` condition's status, with its reason when not `True`),
+/// AGE, as kube-aggregator's table convertor renders them.
+pub static API_SERVICE: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        column(
+            "Service",
+            "The reference to the service that hosts this API endpoint.",
+        ),
+        column("Available", "Whether this service is available."),
+        AGE,
+    ],
+    cells: |obj| {
+        let service = match obj.pointer("/spec/service") {
+            Some(s) if s.is_object() => format!(
+                "{}/{}",
+                string_at(s, &["namespace"]),
+                string_at(s, &["name"])
+            ),
+            _ => "Local".to_string(),
+        };
+        let available = obj
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|c| string_at(c, &["type"]) == "Available")
+            .map_or_else(
+                || "Unknown".to_string(),
+                |c| {
+                    let status = string_at(c, &["status"]);
+                    let reason = string_at(c, &["reason"]);
+                    if status == "True" || reason.is_empty() {
+                        status.to_string()
+                    } else {
+                        format!("{status} ({reason})")
+                    }
+                },
+            );
+        vec![name(obj), json!(service), json!(available), age(obj)]
+    },
+};
+
 fn string_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
     path.iter()
         .try_fold(obj, |v, k| v.get(k))

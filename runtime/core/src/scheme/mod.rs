@@ -21,6 +21,7 @@ use crate::validation::ErrorList;
 pub mod custom;
 pub mod definition;
 mod object;
+mod runtime_config;
 pub use object::{Object, typed_decodes};
 
 /// Conversion between a versioned type and its hub. Identity for the hub
@@ -787,7 +788,11 @@ impl Group {
 #[derive(Clone, Default)]
 pub struct Scheme {
     groups: Vec<Group>,
+    /// The group versions turned off (`--runtime-config`).
+    disabled: Vec<(String, String)>,
 }
+
+pub use runtime_config::RuntimeConfigError;
 
 impl Scheme {
     /// An empty scheme.
@@ -826,6 +831,33 @@ impl Scheme {
             .into_iter()
             .find(|(_, v)| v.info.plural == plural)
             .map(|(k, v)| (k.clone(), v.info))
+    }
+
+    /// Stops serving `group`/`version` (its kinds are no longer served in
+    /// it; a group left without versions goes). Returns whether it was
+    /// served.
+    pub fn disable_version(&mut self, group: &str, version: &str) -> bool {
+        let Some(g) = self.groups.iter_mut().find(|g| g.name == group) else {
+            return false;
+        };
+        let before = g.versions.len();
+        g.versions.retain(|v| *v != version);
+        if g.versions.len() == before {
+            return false;
+        }
+        if g.versions.is_empty() {
+            self.groups.retain(|g| g.name != group);
+        }
+        self.disabled.push((group.to_string(), version.to_string()));
+        true
+    }
+
+    /// Whether `group`/`version` was turned off
+    /// ([`Scheme::disable_version`]).
+    pub fn is_disabled(&self, group: &str, version: &str) -> bool {
+        self.disabled
+            .iter()
+            .any(|(g, v)| g == group && v == version)
     }
 
     /// Groups keyed by name (sorted), for stable document output.

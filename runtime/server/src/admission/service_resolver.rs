@@ -174,6 +174,51 @@ pub async fn resolve_service(
     })
 }
 
+/// Resolves the Service `namespace`/`name` on `port` as upstream's
+/// `ResolveCluster` does (kube-aggregator without
+/// `--enable-aggregator-routing`): `type: ExternalName` to
+/// `<externalName>:<port>`, any other type to its cluster IP and the
+/// Service port.
+pub async fn resolve_cluster(
+    lookup: &dyn Lookup,
+    namespace: &str,
+    name: &str,
+    port: i32,
+) -> Result<ResolvedService, ResolveError> {
+    let server_name = service_server_name(namespace, name);
+    let service: Service = get(lookup, "", "v1", "services", namespace, name)
+        .await?
+        .ok_or_else(|| ResolveError::not_found("service", name))?;
+    let spec = &service.spec;
+    if spec.type_ == TYPE_EXTERNAL_NAME {
+        return Ok(ResolvedService {
+            host_port: join_host_port(&spec.external_name, port),
+            server_name,
+        });
+    }
+    if ![TYPE_CLUSTER_IP, TYPE_LOAD_BALANCER, TYPE_NODE_PORT].contains(&spec.type_.as_str()) {
+        return Err(ResolveError::plain(format!(
+            "unsupported service type \"{}\"",
+            spec.type_
+        )));
+    }
+    if spec.cluster_ip.is_empty() || spec.cluster_ip == CLUSTER_IP_NONE {
+        return Err(ResolveError::plain(format!(
+            "cannot route to service with ClusterIP \"{}\"",
+            spec.cluster_ip
+        )));
+    }
+    let service_port = spec.ports.iter().find(|p| p.port == port).ok_or_else(|| {
+        ResolveError::unavailable(format!(
+            "no service port {port} found for service \"{name}\""
+        ))
+    })?;
+    Ok(ResolvedService {
+        host_port: join_host_port(&spec.cluster_ip, service_port.port),
+        server_name,
+    })
+}
+
 /// The ready addresses of the subsets that carry the Service port's name,
 /// on that endpoint port.
 fn from_endpoints(endpoints: &Endpoints, service_port: &ServicePort) -> Vec<String> {

@@ -4,8 +4,8 @@
 //! not serve to the extensions server (CustomResourceDefinitions), and
 //! what nobody serves ends at the NotFound handler.
 //!
-//! The aggregator link passes every request on until its features exist
-//! ([`PassThrough`]); the extensions link ([`Extensions`]) serves the
+//! The aggregator link ([`Aggregator`]) proxies the group versions of
+//! remote APIServices and passes the rest on; the extensions link ([`Extensions`]) serves the
 //! custom resources; the core link ([`Core`]) serves the
 //! paths of the compiled-in groups, discovery, OpenAPI, health, metrics
 //! and version along its route table ([`super::routes`]); [`not_found`]
@@ -62,6 +62,23 @@ impl Link for PassThrough {
 
     fn route(&self, req: Request) -> Routed<'_> {
         Routed::Pass(req)
+    }
+}
+
+/// kube-aggregator: passes the requests of a remote APIService's group
+/// version to its backend ([`crate::aggregator`]), everything else on.
+pub struct Aggregator(pub Arc<ApiServer>);
+
+impl Link for Aggregator {
+    fn name(&self) -> &'static str {
+        "kube-aggregator"
+    }
+
+    fn route(&self, req: Request) -> Routed<'_> {
+        match self.0.aggregator().route(req.uri().path()) {
+            Some(backend) => Routed::Serve(Box::pin(self.0.aggregator().serve(backend, req))),
+            None => Routed::Pass(req),
+        }
     }
 }
 
@@ -144,7 +161,7 @@ impl Chain {
     /// kube-apiserver's chain around `core`: aggregator, core, extensions.
     pub fn standard(core: Arc<ApiServer>) -> Chain {
         Chain::new(vec![
-            Arc::new(PassThrough("kube-aggregator")),
+            Arc::new(Aggregator(core.clone())),
             Arc::new(Core(core.clone())),
             Arc::new(Extensions(core)),
         ])

@@ -64,6 +64,13 @@ pub struct ApiServer {
     /// The documents served now: the compiled-in groups' and those of the
     /// custom resources served ([`ApiServer::publish_custom`]).
     docs: std::sync::RwLock<Arc<Documents>>,
+    /// The documents of what this server serves itself (`docs` without
+    /// the aggregator's remote group versions).
+    local_docs: std::sync::RwLock<Arc<Documents>>,
+    /// The aggregator's remote group versions, published with `local_docs`.
+    remote: std::sync::RwLock<Arc<Vec<crate::aggregator::RemoteVersion>>>,
+    /// The aggregator link's state.
+    aggregator: Arc<crate::aggregator::Aggregator>,
     /// The versions of each group with a resource list (`docs`), for
     /// [`ApiServer::serves_version`].
     served_versions: HashMap<String, Vec<String>>,
@@ -97,6 +104,8 @@ pub struct ApiServerParts {
     /// `--min-request-timeout`: watches without `timeoutSeconds` end after
     /// a random time in `[1x, 2x)` of it.
     pub min_request_timeout: Duration,
+    /// The aggregator (APIServices and the proxy to their backends).
+    pub aggregator: Arc<crate::aggregator::Aggregator>,
 }
 
 impl ApiServer {
@@ -111,6 +120,7 @@ impl ApiServer {
             version,
             health,
             min_request_timeout,
+            aggregator,
         } = parts;
         let mut served_versions: HashMap<String, Vec<String>> = HashMap::new();
         for key in docs.resource_lists.keys() {
@@ -146,7 +156,10 @@ impl ApiServer {
                 min_request_timeout,
                 shutdown,
             },
+            local_docs: std::sync::RwLock::new(Arc::new(docs.clone())),
             docs: std::sync::RwLock::new(Arc::new(docs)),
+            remote: std::sync::RwLock::new(Arc::new(Vec::new())),
+            aggregator,
             served_versions,
             authenticator,
             authorizer,
@@ -194,12 +207,88 @@ impl ApiServer {
         match Documents::from_scheme(&scheme) {
             Ok(docs) => {
                 *self
-                    .docs
+                    .local_docs
                     .write()
                     .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(docs);
+                self.republish();
+                self.aggregator.set_local(self.local_versions());
             }
             Err(e) => {
                 tracing::error!(error = %e, "the documents of the custom resources could not be built")
+            }
+        }
+    }
+
+    /// Serves the local documents merged with the aggregator's remote group
+    /// versions ([`Documents::with_remote`]).
+    fn republish(&self) {
+        let local = self
+            .local_docs
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let remote = self
+            .remote
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let merged = Arc::new(local.with_remote(&remote));
+        *self
+            .docs
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = merged;
+    }
+
+    /// The aggregator link's state.
+    pub fn aggregator(&self) -> &Arc<crate::aggregator::Aggregator> {
+        &self.aggregator
+    }
+
+    /// The group versions this server serves itself (each has a local
+    /// APIService): those with a resource list in the local documents.
+    pub fn local_versions(&self) -> Vec<crate::aggregator::LocalVersion> {
+        let local = self
+            .local_docs
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut out: Vec<crate::aggregator::LocalVersion> = local
+            .resource_lists
+            .keys()
+            .filter_map(|key| {
+                let (group, version) = match key.split('/').collect::<Vec<_>>().as_slice() {
+                    ["api", version] => ("", *version),
+                    ["apis", group, version] => (*group, *version),
+                    _ => return None,
+                };
+                Some(crate::aggregator::LocalVersion {
+                    group: group.to_string(),
+                    version: version.to_string(),
+                    custom: !self.serves_version(group, version),
+                })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Publishes the backends' documents the aggregator reads, whenever
+    /// they change, until `stop` turns true.
+    pub async fn keep_remote_documents_current(
+        self: Arc<Self>,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let mut remote = self.aggregator.remote_documents();
+        loop {
+            let current = remote.borrow_and_update().clone();
+            *self
+                .remote
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = current;
+            self.republish();
+            tokio::select! {
+                changed = remote.changed() => if changed.is_err() { return },
+                _ = stop.wait_for(|s| *s) => return,
             }
         }
     }

@@ -69,6 +69,9 @@ impl Stores {
                     watch_cache.map(|opts| (&caches, opts)),
                 );
                 for v in kind.versions() {
+                    if scheme.is_disabled(group.name, v.info.version) {
+                        continue;
+                    }
                     stores.insert(
                         (
                             group.name.to_string(),

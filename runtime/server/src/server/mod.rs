@@ -100,6 +100,8 @@ pub struct Config {
     /// Auditing (`--audit-policy-file`, `--audit-log-*`,
     /// `--audit-webhook-*`).
     pub audit: crate::audit::Options,
+    /// The aggregator (`--proxy-client-*`, `--enable-aggregator-routing`).
+    pub aggregator: crate::aggregator::Options,
 }
 
 impl Config {
@@ -170,6 +172,10 @@ pub async fn run(
     let authorizer = crate::authz::Authorizer::new(&config.authorization)
         .map_err(|e| Error::Auth(e.to_string()))?;
     let auditor = crate::audit::Auditor::new(&config.audit).map_err(Error::Audit)?;
+    let aggregator = Arc::new(
+        crate::aggregator::Aggregator::new(config.aggregator.clone())
+            .map_err(|e| Error::Tls(e.to_string()))?,
+    );
 
     let addr = SocketAddr::new(config.bind_address, config.secure_port);
     let listener = TcpListener::bind(addr)
@@ -270,7 +276,27 @@ pub async fn run(
                     ctx.server.publish_custom(custom);
                 }
                 ctx.server.stores().mark_published(generation);
-                tokio::spawn(ctx.server.clone().keep_documents_current(crd_stop_rx));
+                tokio::spawn(
+                    ctx.server
+                        .clone()
+                        .keep_documents_current(crd_stop_rx.clone()),
+                );
+                // The aggregator's controllers: its table of APIServices,
+                // the local APIServices of what is served now, their
+                // availability, and the backends' documents.
+                ctx.server
+                    .aggregator()
+                    .clone()
+                    .start(ctx.server.stores(), crd_stop_rx.clone())
+                    .await?;
+                ctx.server
+                    .aggregator()
+                    .set_local(ctx.server.local_versions());
+                tokio::spawn(
+                    ctx.server
+                        .clone()
+                        .keep_remote_documents_current(crd_stop_rx),
+                );
                 Ok(())
             },
         ),
@@ -321,6 +347,7 @@ pub async fn run(
         version,
         health: Arc::new(health),
         min_request_timeout: config.filters.min_request_timeout,
+        aggregator,
     };
     let server = Arc::new(ApiServer::new(parts, stop_rx.clone()));
     let (service, chain) = crate::filters::build(
