@@ -284,6 +284,18 @@ pub trait Storage: Send + Sync + 'static {
     async fn request_progress(&self) -> Result<()> {
         Ok(())
     }
+
+    /// Whether a watch of this store is re-establishing its connection to
+    /// the backend (etcd restarted or unreachable, see the etcd3 watch's
+    /// resuming). Such a watch resumes on its own from the revision it had
+    /// delivered, losing nothing; it just reports no progress meanwhile, so
+    /// the watch cache does not take a stale consistent read for a watch
+    /// that stopped reporting progress and re-list (which would end every
+    /// client watch). `false` by default (a backend whose watches never
+    /// reconnect).
+    fn watch_reconnecting(&self) -> bool {
+        false
+    }
     /// The name of the backend's health check (`/livez/<name>`,
     /// `/readyz/<name>`): `etcd` as kube-apiserver's.
     fn health_check_name(&self) -> &'static str {

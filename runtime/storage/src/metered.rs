@@ -157,6 +157,10 @@ impl Storage for Metered {
         self.inner.request_progress().await
     }
 
+    fn watch_reconnecting(&self) -> bool {
+        self.inner.watch_reconnecting()
+    }
+
     fn health_check_name(&self) -> &'static str {
         self.inner.health_check_name()
     }

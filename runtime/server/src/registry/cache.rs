@@ -515,13 +515,17 @@ impl WatchCache {
     ///
     /// If the cache cannot catch up in time (its backend watch stopped
     /// reporting progress), the reflector re-lists and the read waits once
-    /// more: a consistent read is never answered from a stale cache.
+    /// more: a consistent read is never answered from a stale cache. While
+    /// the backend watch is re-establishing itself (etcd restarted) the
+    /// cache does not re-list (see `relist_if_stuck`) and the
+    /// read fails with the 504.
     pub async fn wait_consistent(&self) -> ApiResult<()> {
         let current = self.storage.current_revision().await?;
         match self.wait_for(current).await {
             Err(e) if e.code() == 504 => {
-                tracing::warn!(prefix = %self.prefix, revision = current, "watch cache fell behind; re-listing");
-                self.resync.notify_one();
+                if !self.relist_if_stuck(current) {
+                    return Err(e);
+                }
                 self.wait_for(current).await
             }
             other => other,
@@ -533,18 +537,37 @@ impl WatchCache {
     /// freshness timeout: the caller then reads from storage instead (as
     /// kube-apiserver falls back to etcd when its cache is not fresh in
     /// time), and the reflector is asked to re-list in case its backend
-    /// watch stopped reporting progress.
+    /// watch stopped reporting progress (not while that watch is
+    /// re-establishing itself: `relist_if_stuck`).
     pub async fn caught_up(&self) -> ApiResult<bool> {
         let current = self.storage.current_revision().await?;
         match self.wait_for(current).await {
             Ok(()) => Ok(true),
             Err(e) if e.code() == 504 => {
-                tracing::warn!(prefix = %self.prefix, revision = current, "watch cache behind; reading from storage and re-listing");
-                self.resync.notify_one();
+                self.relist_if_stuck(current);
                 Ok(false)
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// After a consistent read found the cache behind `current` for the
+    /// whole freshness timeout: asks the reflector to re-list, in case its
+    /// backend watch stopped reporting progress (etcd before 3.4.31/3.5.13
+    /// reports none to a resumed watch with nothing to send), unless the
+    /// backend's watch is re-establishing its connection. That watch
+    /// resumes from the revision it had delivered and loses nothing; a
+    /// re-list, which ends every client watch, would only make clients
+    /// re-list too, as kube-apiserver's cacher ends its watchers only when
+    /// its reflector has to re-list. Whether a re-list was requested.
+    fn relist_if_stuck(&self, current: Revision) -> bool {
+        if self.storage.watch_reconnecting() {
+            tracing::info!(prefix = %self.prefix, revision = current, "watch cache behind while its storage watch reconnects; not re-listing");
+            return false;
+        }
+        tracing::warn!(prefix = %self.prefix, revision = current, "watch cache behind; re-listing");
+        self.resync.notify_one();
+        true
     }
 
     /// A snapshot of the current state (after the needed wait).
@@ -974,6 +997,105 @@ mod tests {
         }
         assert_eq!(packed[5].primary_len(), 0);
         assert_eq!(*packed[5].object().unwrap(), serde_json::json!({"d": 1}));
+    }
+
+    /// A store always ahead of what its watch reports (a stale cache), whose
+    /// watch may be re-establishing its connection.
+    struct Behind {
+        inner: EmbeddedStore,
+        reconnecting: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait::async_trait]
+    impl Storage for Behind {
+        async fn create(&self, key: &str, value: bytes::Bytes) -> storage::Result<KeyValue> {
+            self.inner.create(key, value).await
+        }
+        async fn get(&self, key: &str, revision: Revision) -> storage::Result<Option<KeyValue>> {
+            self.inner.get(key, revision).await
+        }
+        async fn list(
+            &self,
+            prefix: &str,
+            opts: storage::ListOptions,
+        ) -> storage::Result<storage::ListResult> {
+            self.inner.list(prefix, opts).await
+        }
+        async fn count(&self, prefix: &str) -> storage::Result<i64> {
+            self.inner.count(prefix).await
+        }
+        async fn update(
+            &self,
+            key: &str,
+            expected: Revision,
+            value: bytes::Bytes,
+        ) -> storage::Result<storage::WriteOutcome> {
+            self.inner.update(key, expected, value).await
+        }
+        async fn delete(
+            &self,
+            key: &str,
+            expected: Option<Revision>,
+        ) -> storage::Result<storage::WriteOutcome> {
+            self.inner.delete(key, expected).await
+        }
+        async fn watch(
+            &self,
+            prefix: &str,
+            start: Revision,
+            progress: bool,
+        ) -> storage::Result<storage::WatchStream> {
+            self.inner.watch(prefix, start, progress).await
+        }
+        async fn current_revision(&self) -> storage::Result<Revision> {
+            Ok(self.inner.current_revision().await? + 1000)
+        }
+        async fn compact(&self, revision: Revision) -> storage::Result<()> {
+            self.inner.compact(revision).await
+        }
+        async fn compacted_revision(&self) -> storage::Result<Revision> {
+            self.inner.compacted_revision().await
+        }
+        fn watch_reconnecting(&self) -> bool {
+            self.reconnecting.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    /// A consistent read that finds the cache behind asks the reflector to
+    /// re-list (which ends the cache's watchers), but not while the storage
+    /// watch is re-establishing itself (etcd restarting): that watch
+    /// resumes where it stopped, and client watches stay open.
+    #[tokio::test]
+    async fn no_relist_while_the_storage_watch_reconnects() {
+        let dir = tempfile::tempdir().unwrap();
+        let behind = Arc::new(Behind {
+            inner: EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap(),
+            reconnecting: std::sync::atomic::AtomicBool::new(true),
+        });
+        let opts = CacheOptions {
+            freshness_timeout: Duration::from_millis(50),
+            ..CacheOptions::default()
+        };
+        let cache = WatchCache::unstarted(behind.clone(), "/t/".into(), opts);
+        cache.replace(OrdMap::new(), 1);
+        let relisting = || async {
+            tokio::time::timeout(Duration::from_millis(20), cache.resync.notified())
+                .await
+                .is_ok()
+        };
+
+        assert!(!cache.caught_up().await.unwrap(), "read from storage");
+        assert_eq!(
+            cache.wait_consistent().await.map_err(|e| e.code()),
+            Err(504)
+        );
+        assert!(!relisting().await);
+
+        behind
+            .reconnecting
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        assert!(!cache.caught_up().await.unwrap());
+        assert!(relisting().await);
     }
 
     /// An event the storage delivers after reporting progress past it

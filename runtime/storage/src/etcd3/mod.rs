@@ -68,7 +68,7 @@ use std::fmt;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -197,6 +197,9 @@ struct Inner {
     /// Bumped by [`Storage::request_progress`]; every watch with `progress`
     /// asks etcd for a progress notification when it changes.
     progress_requests: tokio::sync::watch::Sender<u64>,
+    /// How many watch tasks are re-establishing a broken watch
+    /// ([`Storage::watch_reconnecting`]).
+    reconnecting: AtomicUsize,
 }
 
 impl Etcd3Store {
@@ -247,6 +250,7 @@ impl Etcd3Store {
                             progress_is_ordered,
                             compacted: AtomicI64::new(0),
                             progress_requests: tokio::sync::watch::Sender::new(0),
+                            reconnecting: AtomicUsize::new(0),
                         }),
                     });
                 }
@@ -956,5 +960,9 @@ impl Storage for Etcd3Store {
             .progress_requests
             .send_modify(|n| *n = n.wrapping_add(1));
         Ok(())
+    }
+
+    fn watch_reconnecting(&self) -> bool {
+        self.inner.reconnecting.load(Ordering::Relaxed) > 0
     }
 }

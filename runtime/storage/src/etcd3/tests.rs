@@ -270,6 +270,48 @@ async fn progress_never_precedes_replayed_events() {
     }
 }
 
+/// A watch created behind etcd's revision whose prefix did not change in
+/// between (only other keys were written: the usual case of a watch
+/// resumed after an etcd restart) has nothing to replay and reports
+/// progress at once, also on etcd that answers progress requests out of
+/// band, instead of only after its first event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_with_nothing_to_replay_reports_progress() {
+    let etcd = EtcdProcess::start().await;
+    let store = Etcd3Store::connect(Etcd3Options {
+        progress_interval: Duration::from_millis(100),
+        ..etcd.options()
+    })
+    .await
+    .unwrap();
+    let dir = "/registry/quiet-replay/";
+    store
+        .create(&format!("{dir}kept"), Bytes::from("x"))
+        .await
+        .unwrap();
+    let start = store.current_revision().await.unwrap();
+    let mut last = 0;
+    for i in 0..5 {
+        last = store
+            .create(&format!("/registry/elsewhere/{i}"), Bytes::from("x"))
+            .await
+            .unwrap()
+            .mod_revision;
+    }
+    let mut watch = store.watch(dir, start, true).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(Instant::now() < deadline, "no progress up to {last}");
+        let item =
+            tokio::time::timeout(Duration::from_secs(1), conformance::next_item(&mut watch)).await;
+        match item {
+            Ok(WatchItem::Progress(revision)) if revision >= last => break,
+            Ok(WatchItem::Progress(_)) | Err(_) => {}
+            Ok(WatchItem::Event(event)) => panic!("unexpected event {event:?}"),
+        }
+    }
+}
+
 /// While writes stream in and many progress requests are in flight at once
 /// (every consistent read from the watch cache asks), a progress
 /// notification never claims a revision whose event is still to come.
@@ -424,6 +466,38 @@ async fn watch_survives_etcd_restart() {
             WatchItem::Event(event) => panic!("unexpected event {event:?}"),
         }
     }
+}
+
+/// While etcd is down a broken watch reports that it is re-establishing
+/// itself (the watch cache then does not re-list); once etcd is back it
+/// resumes within its short retry interval and the flag clears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_reports_reconnecting_while_etcd_is_down() {
+    let mut etcd = EtcdProcess::start().await;
+    let store = etcd.store().await;
+    let dir = "/registry/reconnecting.apiforge.io/things/";
+    let mut watch = store.watch(dir, 0, true).await.unwrap();
+    assert!(!store.watch_reconnecting());
+
+    etcd.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !store.watch_reconnecting() {
+        assert!(
+            Instant::now() < deadline,
+            "the watch did not notice etcd going away"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    etcd.restart().await;
+    let key = format!("{dir}a");
+    let kv = retry("create after restart", || {
+        store.create(&key, Bytes::from("x"))
+    })
+    .await;
+    let event = next_event(&mut watch).await;
+    assert_eq!(event.kv, kv);
+    // The flag clears when the watch is back (it is, it delivered).
+    assert!(!store.watch_reconnecting());
 }
 
 /// Without etcd, connect gives up after the start-up timeout with an error

@@ -6,8 +6,14 @@
 //! The task remembers the last revision it has fully delivered (`last`). When
 //! the gRPC stream breaks (etcd restarted, connection lost, leader lost), it
 //! re-creates the watch from `last + 1` with exponential backoff (100 ms up to
-//! 5 s, until [`Etcd3Options::watch_retry_timeout`](super::Etcd3Options) if
-//! one is set), so the consumer sees one gap-free, duplicate-free stream. If
+//! 500 ms, until [`Etcd3Options::watch_retry_timeout`](super::Etcd3Options) if
+//! one is set), so the consumer sees one gap-free, duplicate-free stream
+//! (etcd's Go client resumes its watches the same way, retrying at most every
+//! 100 ms). The retries stay short so that a watch is back soon after etcd
+//! is: until then its consumer hears of no progress, and the watch cache's
+//! consistent reads wait. While it is re-establishing the watch,
+//! [`Storage::watch_reconnecting`](crate::Storage::watch_reconnecting) is
+//! true, so that the watch cache does not re-list meanwhile. If
 //! `last + 1` has been compacted meanwhile etcd answers with a
 //! `compact_revision` and the stream ends with [`Error::Compacted`]. Events at
 //! or below the revision a session started after would be repeats and are
@@ -36,7 +42,10 @@
 //!
 //! - requests progress only once it knows the watcher has caught up: the
 //!   watch started at or after the revision etcd had when it created the
-//!   watcher, or a response arrived that ends a catch-up (etcd sends at most
+//!   watcher, or two reads show that nothing under the prefix changed
+//!   between the two (so there is nothing to replay: the usual case of a
+//!   watch resumed after an etcd restart, see `nothing_to_replay`), or a
+//!   response arrived that ends a catch-up (etcd sends at most
 //!   1000 revisions per catch-up response, so one with fewer is the last),
 //!   or etcd sent its own periodic progress notification (it sends those
 //!   only to caught-up watchers, in order with their events);
@@ -46,14 +55,16 @@
 //!   first (etcd's send loop drains the queued events meanwhile).
 //!
 //! So on such versions a progress notification costs two round trips, and a
-//! watch replaying history in which nothing matches its prefix gets progress
-//! only after its first event (or etcd's periodic notification). A watcher
+//! watch replaying history in which a key under its prefix was created and
+//! deleted again, and nothing else matches, gets progress only after its
+//! first event (or etcd's periodic notification). A watcher
 //! that falls behind later (a slow consumer) can in principle still see a
 //! premature progress on such versions; an event at or below an already
 //! reported progress is then logged and still delivered, never dropped (the
 //! watch cache, which cannot put it in order any more, re-lists).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -167,7 +178,8 @@ pub(super) async fn start(
         progress_requests: 0,
         progress_answers: 0,
         confirm: false,
-        synced: last >= session.created_revision,
+        synced: last >= session.created_revision
+            || nothing_to_replay(&inner, &spec, last, session.created_revision).await,
     };
     let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
     let requests = inner.progress_requests.subscribe();
@@ -236,6 +248,49 @@ async fn open(inner: &Inner, spec: &Spec, last: Revision) -> Result<Session> {
         .map_err(|_| Error::Timeout(format!("etcd did not create the watch within {timeout:?}")))?
 }
 
+/// Whether a watcher created at revision `upto` to start after `after` has
+/// nothing to replay, so that it is caught up at once (`State::synced`).
+///
+/// Only asked where it matters: of etcd that answers `RequestProgress` out
+/// of band (see the module docs), for a watch with `progress` created
+/// behind etcd's revision. Such a watch would otherwise get no progress
+/// until its first event, and the watch cache's consistent reads could not
+/// catch up; that is the usual case of a watch resumed after an etcd
+/// restart (other keys, such as leases, were written before the watch was
+/// back). A put in the range leaves a key with a newer mod revision at
+/// `upto`; a delete leaves fewer keys than at `after`, unless offset by a
+/// put, which shows. A key both created and deleted in the range shows
+/// neither way: its replayed events may then come after a progress
+/// notification, which the watch cache notices (and re-lists). Any read
+/// error (e.g. `after` compacted): not known to be caught up.
+async fn nothing_to_replay(inner: &Inner, spec: &Spec, after: Revision, upto: Revision) -> bool {
+    if inner.progress_is_ordered || !spec.progress || after >= upto {
+        return false;
+    }
+    let range = etcd::GetOptions::new().with_range(spec.range_end.clone());
+    let newer = range
+        .clone()
+        .with_revision(upto)
+        .with_min_mod_revision(after + 1)
+        .with_keys_only()
+        .with_limit(1);
+    let count_at = |revision: Revision| range.clone().with_revision(revision).with_count_only();
+    let read = |opts: etcd::GetOptions| {
+        inner.request("read", super::Retry::Read, move |mut kv| {
+            let (key, opts) = (spec.key.clone(), opts.clone());
+            async move { kv.get(key, Some(opts)).await }
+        })
+    };
+    let (Ok(newer), Ok(before), Ok(now)) = (
+        read(newer).await,
+        read(count_at(after)).await,
+        read(count_at(upto)).await,
+    ) else {
+        return false;
+    };
+    newer.kvs().is_empty() && before.count() == now.count()
+}
+
 /// The watch task: drives sessions and resumes broken ones.
 async fn run(
     inner: Arc<Inner>,
@@ -258,7 +313,10 @@ async fn run(
                     last_revision = state.last,
                     "etcd watch stream broke; resuming"
                 );
-                match resume(&inner, &spec, &mut state, &tx, reason).await {
+                let reconnecting = Reconnecting::new(&inner);
+                let resumed = resume(&inner, &spec, &mut state, &tx, reason).await;
+                drop(reconnecting);
+                match resumed {
                     Ok(next) => session = next,
                     Err(End::Fatal(e)) => {
                         let _ = tx.send(Err(e)).await;
@@ -271,6 +329,22 @@ async fn run(
     }
 }
 
+/// Counts a watch task as re-establishing its watch while it lives.
+struct Reconnecting<'a>(&'a Inner);
+
+impl<'a> Reconnecting<'a> {
+    fn new(inner: &'a Inner) -> Self {
+        inner.reconnecting.fetch_add(1, Ordering::Relaxed);
+        Reconnecting(inner)
+    }
+}
+
+impl Drop for Reconnecting<'_> {
+    fn drop(&mut self) {
+        self.0.reconnecting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Re-creates the watcher from `state.last + 1` with backoff.
 async fn resume(
     inner: &Inner,
@@ -280,7 +354,7 @@ async fn resume(
     mut last_error: String,
 ) -> std::result::Result<Session, End> {
     let started = Instant::now();
-    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(500));
     loop {
         let wait = backoff.next_delay();
         if let Some(limit) = inner.opts.watch_retry_timeout
@@ -297,7 +371,8 @@ async fn resume(
         match open(inner, spec, state.last).await {
             Ok(session) => {
                 tracing::info!(last_revision = state.last, "etcd watch resumed");
-                state.synced = state.last >= session.created_revision;
+                state.synced = state.last >= session.created_revision
+                    || nothing_to_replay(inner, spec, state.last, session.created_revision).await;
                 state.pending_progress = None;
                 state.progress_requests = 0;
                 state.progress_answers = 0;
