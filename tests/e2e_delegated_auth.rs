@@ -439,7 +439,19 @@ async fn delegated_request_header_from_the_configmap() {
     // With --authentication-skip-lookup the ConfigMap is not read: the
     // proxy's headers mean nothing there (B asks for no client
     // certificate, the request is anonymous).
-    let skipping = delegating_server(&main, "b-skip", &["--authentication-skip-lookup"]).await;
+    // (--kubeconfig stands for both --authentication-kubeconfig and
+    // --authorization-kubeconfig.)
+    let kubeconfig = kubeconfig_for(&main.a, "b-token", dir);
+    let skipping = Server::start_in(
+        &dir.join("b-skip"),
+        common::free_port(),
+        &[
+            "--kubeconfig",
+            kubeconfig.to_str().expect("path"),
+            "--authentication-skip-lookup",
+        ],
+    )
+    .await;
     assert!(!skipping.data_dir.join("delegated-authentication").exists());
     let proxy = client_with(
         &skipping,
@@ -448,10 +460,136 @@ async fn delegated_request_header_from_the_configmap() {
     .await;
     let (code, msg) = request(&proxy, http::Method::GET, LIST_CM, &headers, None).await;
     assert_eq!((code, msg), (403, forbidden_list("system:anonymous")));
-    // Tokens are still reviewed by A.
+    // Tokens are still reviewed by A, and requests authorized by A: a
+    // binding that exists only in A counts.
     let alice = client_with(&skipping, &Credential::token("alice-token")).await;
     assert_eq!(
         whoami(&alice, &[]).await.expect("alice")["username"],
         "alice"
+    );
+    let created = request(
+        &admin_a,
+        http::Method::POST,
+        &format!("{RBAC}/namespaces/default/rolebindings"),
+        &[],
+        Some(json!({"metadata": {"name": "alice-view"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]})),
+    )
+    .await;
+    assert_eq!(created.0, 200, "{}", created.1);
+    wait_for(
+        "alice's binding to reach B",
+        Duration::from_secs(30),
+        || {
+            let alice = alice.clone();
+            async move {
+                request(&alice, http::Method::GET, LIST_CM, &[], None)
+                    .await
+                    .0
+                    == 200
+            }
+        },
+    )
+    .await;
+}
+
+/// Runs `apiforge serve` with `args` expecting it to fail within 30 s;
+/// returns its stderr.
+fn serve_fails(args: &[&str]) -> String {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_apiforge"))
+        .arg("serve")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            assert!(!status.success());
+            let mut err = String::new();
+            use std::io::Read;
+            child
+                .stderr
+                .take()
+                .expect("stderr")
+                .read_to_string(&mut err)
+                .expect("read stderr");
+            return err;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the server did not fail");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test]
+async fn lookup_failures_and_flag_conflicts() {
+    let main = main_server().await;
+    // bob may not read the ConfigMap.
+    let bob = kubeconfig_for(&main.a, "bob-token", main.tmp.path());
+    let bob = bob.to_str().expect("path");
+    let data = main.tmp.path().join("failing");
+    let err = serve_fails(&[
+        "--data-dir",
+        data.to_str().expect("path"),
+        "--secure-port",
+        "0",
+        "--authentication-kubeconfig",
+        bob,
+        "--authorization-kubeconfig",
+        bob,
+        "--authentication-tolerate-lookup-failure=false",
+    ]);
+    assert!(
+        err.contains(
+            "unable to load configmap based request-header-client-ca-file: configmaps \"extension-apiserver-authentication\" is forbidden: User \"bob\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"kube-system\""
+        ),
+        "{err}"
+    );
+    // Tolerated (the default): the server starts without the settings.
+    let tolerant = Server::start_in(
+        &main.tmp.path().join("tolerant"),
+        common::free_port(),
+        &[
+            "--authentication-kubeconfig",
+            bob,
+            "--authorization-kubeconfig",
+            bob,
+        ],
+    )
+    .await;
+    assert!(
+        tolerant
+            .log()
+            .contains("Error looking up in-cluster authentication configuration"),
+        "{}",
+        tolerant.log()
+    );
+
+    // The delegated authorizer replaces --authorization-mode; the token
+    // webhook and the delegated token review are one slot.
+    let err = serve_fails(&[
+        "--authorization-kubeconfig",
+        bob,
+        "--authorization-mode",
+        "RBAC",
+    ]);
+    assert!(
+        err.contains("--authorization-mode cannot be combined with --authorization-kubeconfig"),
+        "{err}"
+    );
+    let err = serve_fails(&[
+        "--kubeconfig",
+        bob,
+        "--authentication-token-webhook-config-file",
+        bob,
+    ]);
+    assert!(
+        err.contains("--authentication-token-webhook-config-file cannot be combined with --authentication-kubeconfig"),
+        "{err}"
     );
 }
