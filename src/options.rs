@@ -851,6 +851,67 @@ fn parse_sni_cert_key(value: &str) -> Result<apiforge_runtime::server::tls::SniC
 mod tests {
     use super::*;
 
+    fn serve(args: &[&str]) -> anyhow::Result<CompletedOptions> {
+        let cli = Cli::try_parse_from(["apiforge", "serve"].iter().chain(args))?;
+        match cli.command {
+            Command::Serve(opts) => opts.complete(),
+            _ => anyhow::bail!("not serve"),
+        }
+    }
+
+    #[test]
+    fn delegating_defaults_follow_the_delegating_options() {
+        let ten = Duration::from_secs(10);
+        let c = serve(&["--kubeconfig", "main.kubeconfig"]).expect("options");
+        let authn = &c.server.authentication;
+        let delegated = authn.delegated.as_ref().expect("delegated authn");
+        assert_eq!(delegated.kubeconfig, PathBuf::from("main.kubeconfig"));
+        assert_eq!(delegated.cache_ttl, ten);
+        assert!(!delegated.skip_lookup);
+        assert!(delegated.tolerate_lookup_failure);
+        let authz = c.server.authorization.delegated.as_ref().expect("authz");
+        assert_eq!((authz.authorized_ttl, authz.unauthorized_ttl), (ten, ten));
+        assert_eq!(authz.always_allow_paths, ["/healthz", "/readyz", "/livez"]);
+        assert_eq!(authz.always_allow_groups, ["system:masters"]);
+        assert!(c.server.authorization.modes.is_empty());
+
+        // Explicit kubeconfigs win over --kubeconfig; explicit TTLs count.
+        let c = serve(&[
+            "--kubeconfig",
+            "main",
+            "--authentication-kubeconfig",
+            "authn",
+            "--authentication-token-webhook-cache-ttl",
+            "1m",
+            "--authentication-skip-lookup",
+            "--authentication-tolerate-lookup-failure=false",
+            "--authorization-always-allow-paths",
+            "/healthz,/metrics*",
+        ])
+        .expect("options");
+        let delegated = c.server.authentication.delegated.expect("delegated");
+        assert_eq!(delegated.kubeconfig, PathBuf::from("authn"));
+        assert_eq!(delegated.cache_ttl, Duration::from_secs(60));
+        assert!(delegated.skip_lookup && !delegated.tolerate_lookup_failure);
+        let authz = c.server.authorization.delegated.expect("authz");
+        assert_eq!(authz.kubeconfig, PathBuf::from("main"));
+        assert_eq!(authz.always_allow_paths, ["/healthz", "/metrics*"]);
+
+        // Without a kubeconfig: kube-apiserver's modes and TTLs.
+        let c = serve(&[]).expect("options");
+        assert!(c.server.authentication.delegated.is_none());
+        assert!(c.server.authorization.delegated.is_none());
+        assert_eq!(
+            c.server.authorization.modes,
+            [apiforge_runtime::authz::Mode::Rbac]
+        );
+        assert_eq!(
+            c.server.authorization.webhook.authorized_ttl,
+            Duration::from_secs(300)
+        );
+        assert!(serve(&["--authorization-mode="]).is_err());
+    }
+
     #[test]
     fn durations() {
         let d = |s: &str| parse_duration(s).map(|d| (d.negative, d.duration));

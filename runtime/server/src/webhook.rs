@@ -702,6 +702,15 @@ current-context: ctx
         let client = Client::from_kubeconfig(&path).expect("client");
         assert_eq!(client.url(), "http://127.0.0.1:2/second");
         assert_eq!(client.authorization.as_deref(), Some("Bearer secret"));
+        // API paths go under the server URL's own path, credentials kept.
+        let reviews = client
+            .at_path("/apis/authentication.k8s.io/v1/tokenreviews")
+            .expect("at_path");
+        assert_eq!(
+            reviews.url(),
+            "http://127.0.0.1:2/second/apis/authentication.k8s.io/v1/tokenreviews"
+        );
+        assert_eq!(reviews.authorization.as_deref(), Some("Bearer secret"));
         std::fs::write(
             &path,
             "clusters:\n- name: c\n  cluster: {server: \"https://h\"}\n",

@@ -285,6 +285,7 @@ impl Lookup {
         };
         // Start from empty files: nothing from an earlier run is trusted.
         lookup.apply(&Info::default());
+        lookup.last = None;
         match lookup.fetch().await {
             Ok(info) => lookup.apply(&info),
             Err(e) if delegated.tolerate_lookup_failure => {
