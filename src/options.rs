@@ -484,6 +484,14 @@ impl ServeOptions {
                     .to_string(),
             );
         }
+        for p in &self.authorization_always_allow_paths {
+            if p.contains('*') && !p.trim().ends_with('*') || p.matches('*').count() > 1 {
+                errors.push(format!(
+                    "--authorization-always-allow-paths: only trailing * allowed in {:?}",
+                    p.trim_start_matches('/')
+                ));
+            }
+        }
         let mode_names = match &self.authorization_mode {
             Some(names) => names.clone(),
             None if delegated_authz => Vec::new(),
@@ -910,6 +918,16 @@ mod tests {
             Duration::from_secs(300)
         );
         assert!(serve(&["--authorization-mode="]).is_err());
+        let err = serve(&[
+            "--kubeconfig",
+            "k",
+            "--authorization-always-allow-paths",
+            "/a*b",
+        ])
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("only trailing * allowed in \"a*b\""), "{err}");
     }
 
     #[test]

@@ -435,6 +435,28 @@ async fn delegated_request_header_from_the_configmap() {
     .await;
     // The first CA is still trusted.
     assert!(whoami(&proxy, &headers).await.is_ok());
+    // Header names come from the ConfigMap too: a username header added
+    // in A is read by B.
+    let other_header = [("X-Other-User", "olga")];
+    assert_eq!(
+        whoami(&proxy, &other_header).await.err().map(|e| e.0),
+        Some(401),
+        "without a user header the proxy's certificate is not a client certificate of A's client CA"
+    );
+    let (_, text) = request(&admin_a, http::Method::GET, AUTH_CM, &[], None).await;
+    let mut cm: Value = serde_json::from_str(&text).expect("configmap");
+    cm["data"]["requestheader-username-headers"] = json!(r#"["X-Remote-User","X-Other-User"]"#);
+    let (code, text) = request(&admin_a, http::Method::PUT, AUTH_CM, &[], Some(cm)).await;
+    assert_eq!(code, 200, "{text}");
+    wait_for("B to read X-Other-User", Duration::from_secs(30), || {
+        let proxy = proxy.clone();
+        async move {
+            whoami(&proxy, &other_header)
+                .await
+                .is_ok_and(|u| u["username"] == "olga")
+        }
+    })
+    .await;
 
     // With --authentication-skip-lookup the ConfigMap is not read: the
     // proxy's headers mean nothing there (B asks for no client
