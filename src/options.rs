@@ -67,6 +67,9 @@ pub(crate) struct ServeOptions {
     /// How often, in seconds, the server renews its identity lease.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Generic")]
     identity_lease_renew_interval_seconds: u64,
+    /// kubeconfig file pointing at the 'core' kubernetes server: the default of --authentication-kubeconfig and --authorization-kubeconfig (an aggregated API server's main server).
+    #[arg(long, help_heading = "Generic")]
+    kubeconfig: Option<PathBuf>,
     /// The IP address on which to advertise the apiserver to clients (kubeconfig server URL).
     #[arg(long, help_heading = "Generic")]
     advertise_address: Option<IpAddr>,
@@ -189,9 +192,9 @@ pub(crate) struct ServeOptions {
     /// File with webhook configuration for token authentication in kubeconfig format. The API server will query the remote service to determine authentication for bearer tokens.
     #[arg(long, help_heading = "Authentication")]
     authentication_token_webhook_config_file: Option<PathBuf>,
-    /// The duration to cache responses from the webhook token authenticator.
-    #[arg(long, default_value = "2m0s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Authentication")]
-    authentication_token_webhook_cache_ttl: SignedDuration,
+    /// The duration to cache responses from the webhook token authenticator. [default: 2m0s; 10s with --authentication-kubeconfig]
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Authentication")]
+    authentication_token_webhook_cache_ttl: Option<SignedDuration>,
     /// The API version of the authentication.k8s.io TokenReview to send to and expect from the webhook.
     #[arg(long, default_value = "v1", help_heading = "Authentication")]
     authentication_token_webhook_version: String,
@@ -242,26 +245,41 @@ pub(crate) struct ServeOptions {
     /// Enables anonymous requests to the secure port of the API server. Requests that are not rejected by another authentication method are treated as anonymous requests (user system:anonymous, group system:unauthenticated). Turned off with AlwaysAllow authorization.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
     anonymous_auth: bool,
-    /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of: AlwaysAllow,AlwaysDeny,ABAC,Webhook,RBAC.
+    /// kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io and to read the ConfigMap kube-system/extension-apiserver-authentication. Bearer tokens are then reviewed by that server (an aggregated API server's delegated authentication). Defaults to --kubeconfig.
+    #[arg(long, help_heading = "Authentication")]
+    authentication_kubeconfig: Option<PathBuf>,
+    /// If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Authentication")]
+    authentication_skip_lookup: bool,
+    /// If true, failures to look up missing authentication configuration from the cluster are not considered fatal. Note that this can result in authentication that treats all requests as anonymous.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Authentication")]
+    authentication_tolerate_lookup_failure: bool,
+    /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of: AlwaysAllow,AlwaysDeny,ABAC,Webhook,RBAC. [default: RBAC; not used with --authorization-kubeconfig]
+    #[arg(long, value_delimiter = ',', help_heading = "Authorization")]
+    authorization_mode: Option<Vec<String>>,
+    /// kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. Requests are then authorized by that server (an aggregated API server's delegated authorization) instead of --authorization-mode. Defaults to --kubeconfig.
+    #[arg(long, help_heading = "Authorization")]
+    authorization_kubeconfig: Option<PathBuf>,
+    /// A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server. Used with --authorization-kubeconfig.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "RBAC",
+        default_value = "/healthz,/readyz,/livez",
         help_heading = "Authorization"
     )]
-    authorization_mode: Vec<String>,
+    authorization_always_allow_paths: Vec<String>,
     /// File with authorization policy in JSON lines format, used with --authorization-mode=ABAC, on the secure port.
     #[arg(long, help_heading = "Authorization")]
     authorization_policy_file: Option<PathBuf>,
     /// File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook. The API server will query the remote service to determine access on the API server's secure port.
     #[arg(long, help_heading = "Authorization")]
     authorization_webhook_config_file: Option<PathBuf>,
-    /// The duration to cache 'authorized' responses from the webhook authorizer.
-    #[arg(long, default_value = "5m0s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Authorization")]
-    authorization_webhook_cache_authorized_ttl: SignedDuration,
-    /// The duration to cache 'unauthorized' responses from the webhook authorizer.
-    #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Authorization")]
-    authorization_webhook_cache_unauthorized_ttl: SignedDuration,
+    /// The duration to cache 'authorized' responses from the webhook authorizer. [default: 5m0s; 10s with --authorization-kubeconfig]
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Authorization")]
+    authorization_webhook_cache_authorized_ttl: Option<SignedDuration>,
+    /// The duration to cache 'unauthorized' responses from the webhook authorizer. [default: 30s; 10s with --authorization-kubeconfig]
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Authorization")]
+    authorization_webhook_cache_unauthorized_ttl: Option<SignedDuration>,
     /// The API version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook.
     #[arg(long, default_value = "v1", help_heading = "Authorization")]
     authorization_webhook_version: String,
@@ -462,9 +480,45 @@ impl ServeOptions {
                 self.etcd_prefix
             ));
         }
+        let authentication_kubeconfig = self
+            .authentication_kubeconfig
+            .clone()
+            .or_else(|| self.kubeconfig.clone());
+        let authorization_kubeconfig = self
+            .authorization_kubeconfig
+            .clone()
+            .or_else(|| self.kubeconfig.clone());
+        let delegated_authz = authorization_kubeconfig.is_some();
+        let delegated_dir = self.data_dir.join("delegated-authentication");
+        if delegated_authz && self.authorization_mode.is_some() {
+            errors.push(
+                "--authorization-mode cannot be combined with --authorization-kubeconfig (or --kubeconfig): the delegated authorizer is the server's"
+                    .to_string(),
+            );
+        }
+        if authentication_kubeconfig.is_some()
+            && self.authentication_token_webhook_config_file.is_some()
+        {
+            errors.push(
+                "--authentication-token-webhook-config-file cannot be combined with --authentication-kubeconfig (or --kubeconfig)"
+                    .to_string(),
+            );
+        }
+        for p in &self.authorization_always_allow_paths {
+            if p.contains('*') && !p.trim().ends_with('*') || p.matches('*').count() > 1 {
+                errors.push(format!(
+                    "--authorization-always-allow-paths: only trailing * allowed in {:?}",
+                    p.trim_start_matches('/')
+                ));
+            }
+        }
+        let mode_names = match &self.authorization_mode {
+            Some(names) => names.clone(),
+            None if delegated_authz => Vec::new(),
+            None => vec!["RBAC".to_string()],
+        };
         let mut modes: Vec<apiforge_runtime::authz::Mode> = Vec::new();
-        for name in self
-            .authorization_mode
+        for name in mode_names
             .iter()
             .map(|m| m.trim())
             .filter(|m| !m.is_empty())
@@ -477,7 +531,7 @@ impl ServeOptions {
                 Err(e) => errors.push(e),
             }
         }
-        if modes.is_empty() {
+        if modes.is_empty() && !delegated_authz {
             errors.push("at least one authorization-mode must be passed".to_string());
         }
         let abac = modes.contains(&apiforge_runtime::authz::Mode::Abac);
@@ -516,18 +570,39 @@ impl ServeOptions {
                 ));
             }
         }
+        // The delegating options' defaults are 10s (k8s.io/apiserver's
+        // NewDelegatingAuthenticationOptions and
+        // NewDelegatingAuthorizationOptions); kube-apiserver's are longer.
+        let ttl_or = |ttl: Option<SignedDuration>, delegated: bool, default: u64| {
+            ttl.unwrap_or(SignedDuration {
+                negative: false,
+                duration: Duration::from_secs(if delegated { 10 } else { default }),
+            })
+        };
+        let token_cache_ttl = ttl_or(
+            self.authentication_token_webhook_cache_ttl,
+            authentication_kubeconfig.is_some(),
+            120,
+        );
+        let authorized_ttl = ttl_or(
+            self.authorization_webhook_cache_authorized_ttl,
+            delegated_authz,
+            300,
+        );
+        let unauthorized_ttl = ttl_or(
+            self.authorization_webhook_cache_unauthorized_ttl,
+            delegated_authz,
+            30,
+        );
         for (flag, ttl) in [
-            (
-                "--authentication-token-webhook-cache-ttl",
-                self.authentication_token_webhook_cache_ttl,
-            ),
+            ("--authentication-token-webhook-cache-ttl", token_cache_ttl),
             (
                 "--authorization-webhook-cache-authorized-ttl",
-                self.authorization_webhook_cache_authorized_ttl,
+                authorized_ttl,
             ),
             (
                 "--authorization-webhook-cache-unauthorized-ttl",
-                self.authorization_webhook_cache_unauthorized_ttl,
+                unauthorized_ttl,
             ),
         ] {
             if ttl.negative {
@@ -707,7 +782,7 @@ impl ServeOptions {
                     webhook: self.authentication_token_webhook_config_file.map(|file| {
                         apiforge_runtime::authn::webhook::Options {
                             config_file: file,
-                            cache_ttl: self.authentication_token_webhook_cache_ttl.duration,
+                            cache_ttl: token_cache_ttl.duration,
                             version: self.authentication_token_webhook_version,
                         }
                     }),
@@ -717,18 +792,42 @@ impl ServeOptions {
                         key_files: service_account_keys,
                     },
                     oidc,
+                    delegated: authentication_kubeconfig.map(|kubeconfig| {
+                        apiforge_runtime::authn::delegated::Options {
+                            kubeconfig,
+                            cache_ttl: token_cache_ttl.duration,
+                            skip_lookup: self.authentication_skip_lookup,
+                            tolerate_lookup_failure: self.authentication_tolerate_lookup_failure,
+                            dir: delegated_dir,
+                        }
+                    }),
+                    looked_up: None,
                 },
                 authorization: apiforge_runtime::authz::Options {
                     modes,
                     policy_file: self.authorization_policy_file,
                     webhook: apiforge_runtime::authz::webhook::Options {
                         config_file: self.authorization_webhook_config_file,
-                        authorized_ttl: self.authorization_webhook_cache_authorized_ttl.duration,
-                        unauthorized_ttl: self
-                            .authorization_webhook_cache_unauthorized_ttl
-                            .duration,
+                        authorized_ttl: authorized_ttl.duration,
+                        unauthorized_ttl: unauthorized_ttl.duration,
                         version: self.authorization_webhook_version,
                     },
+                    delegated: authorization_kubeconfig.map(|kubeconfig| {
+                        apiforge_runtime::authz::delegated::Options {
+                            kubeconfig,
+                            authorized_ttl: authorized_ttl.duration,
+                            unauthorized_ttl: unauthorized_ttl.duration,
+                            always_allow_paths: self
+                                .authorization_always_allow_paths
+                                .iter()
+                                .map(|p| p.trim().to_string())
+                                .filter(|p| !p.is_empty())
+                                .collect(),
+                            always_allow_groups: vec![
+                                apiforge_runtime::authn::MASTERS_GROUP.to_string(),
+                            ],
+                        }
+                    }),
                 },
                 filters: apiforge_runtime::filters::ChainConfig {
                     request_timeout: self.request_timeout.duration,
@@ -784,6 +883,77 @@ fn parse_sni_cert_key(value: &str) -> Result<apiforge_runtime::server::tls::SniC
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn serve(args: &[&str]) -> anyhow::Result<CompletedOptions> {
+        let cli = Cli::try_parse_from(["apiforge", "serve"].iter().chain(args))?;
+        match cli.command {
+            Command::Serve(opts) => opts.complete(),
+            _ => anyhow::bail!("not serve"),
+        }
+    }
+
+    #[test]
+    fn delegating_defaults_follow_the_delegating_options() {
+        let ten = Duration::from_secs(10);
+        let c = serve(&["--kubeconfig", "main.kubeconfig"]).expect("options");
+        let authn = &c.server.authentication;
+        let delegated = authn.delegated.as_ref().expect("delegated authn");
+        assert_eq!(delegated.kubeconfig, PathBuf::from("main.kubeconfig"));
+        assert_eq!(delegated.cache_ttl, ten);
+        assert!(!delegated.skip_lookup);
+        assert!(delegated.tolerate_lookup_failure);
+        let authz = c.server.authorization.delegated.as_ref().expect("authz");
+        assert_eq!((authz.authorized_ttl, authz.unauthorized_ttl), (ten, ten));
+        assert_eq!(authz.always_allow_paths, ["/healthz", "/readyz", "/livez"]);
+        assert_eq!(authz.always_allow_groups, ["system:masters"]);
+        assert!(c.server.authorization.modes.is_empty());
+
+        // Explicit kubeconfigs win over --kubeconfig; explicit TTLs count.
+        let c = serve(&[
+            "--kubeconfig",
+            "main",
+            "--authentication-kubeconfig",
+            "authn",
+            "--authentication-token-webhook-cache-ttl",
+            "1m",
+            "--authentication-skip-lookup",
+            "--authentication-tolerate-lookup-failure=false",
+            "--authorization-always-allow-paths",
+            "/healthz,/metrics*",
+        ])
+        .expect("options");
+        let delegated = c.server.authentication.delegated.expect("delegated");
+        assert_eq!(delegated.kubeconfig, PathBuf::from("authn"));
+        assert_eq!(delegated.cache_ttl, Duration::from_secs(60));
+        assert!(delegated.skip_lookup && !delegated.tolerate_lookup_failure);
+        let authz = c.server.authorization.delegated.expect("authz");
+        assert_eq!(authz.kubeconfig, PathBuf::from("main"));
+        assert_eq!(authz.always_allow_paths, ["/healthz", "/metrics*"]);
+
+        // Without a kubeconfig: kube-apiserver's modes and TTLs.
+        let c = serve(&[]).expect("options");
+        assert!(c.server.authentication.delegated.is_none());
+        assert!(c.server.authorization.delegated.is_none());
+        assert_eq!(
+            c.server.authorization.modes,
+            [apiforge_runtime::authz::Mode::Rbac]
+        );
+        assert_eq!(
+            c.server.authorization.webhook.authorized_ttl,
+            Duration::from_secs(300)
+        );
+        assert!(serve(&["--authorization-mode="]).is_err());
+        let err = serve(&[
+            "--kubeconfig",
+            "k",
+            "--authorization-always-allow-paths",
+            "/a*b",
+        ])
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("only trailing * allowed in \"a*b\""), "{err}");
+    }
 
     #[test]
     fn durations() {

@@ -311,13 +311,53 @@ impl Client {
         self.uri.to_string()
     }
 
+    /// A client of the same server, TLS settings and credentials calling
+    /// `path` under the URL's own path (as client-go appends an API path
+    /// to a kubeconfig's `server`): a delegating server's TokenReview,
+    /// SubjectAccessReview and ConfigMap calls. It keeps its own
+    /// connection pool.
+    pub fn at_path(&self, path: &str) -> Result<Self, String> {
+        let base = self.uri.path().trim_end_matches('/');
+        let mut parts = self.uri.clone().into_parts();
+        parts.path_and_query = Some(
+            format!("{base}{path}")
+                .parse()
+                .map_err(|e| format!("path {path:?}: {e}"))?,
+        );
+        let uri = http::Uri::from_parts(parts).map_err(|e| format!("path {path:?}: {e}"))?;
+        Ok(Client {
+            uri,
+            tls: self.tls.clone(),
+            authorization: self.authorization.clone(),
+            timeout: self.timeout,
+            dial: self.dial.clone(),
+            idle: Default::default(),
+        })
+    }
+
+    /// GETs the URL once; the answer's status and body.
+    pub async fn get(&self) -> Result<(http::StatusCode, Bytes), Error> {
+        let transport = |message: String| Error::Transport {
+            url: self.url(),
+            message,
+        };
+        match tokio::time::timeout(self.timeout, self.exchange(http::Method::GET, Bytes::new()))
+            .await
+        {
+            Ok(result) => result.map_err(transport),
+            Err(_) => Err(transport(
+                "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into(),
+            )),
+        }
+    }
+
     /// POSTs `body` (JSON) once; the answer's status and body.
     pub async fn post(&self, body: Bytes) -> Result<(http::StatusCode, Bytes), Error> {
         let transport = |message: String| Error::Transport {
             url: self.url(),
             message,
         };
-        match tokio::time::timeout(self.timeout, self.exchange(body)).await {
+        match tokio::time::timeout(self.timeout, self.exchange(http::Method::POST, body)).await {
             Ok(result) => result.map_err(transport),
             Err(_) => Err(transport(
                 "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into(),
@@ -358,7 +398,11 @@ impl Client {
         }
     }
 
-    async fn exchange(&self, body: Bytes) -> Result<(http::StatusCode, Bytes), String> {
+    async fn exchange(
+        &self,
+        method: http::Method,
+        body: Bytes,
+    ) -> Result<(http::StatusCode, Bytes), String> {
         let mut sender = loop {
             match self.idle_sender() {
                 // A connection just handed back may still be finishing the
@@ -376,13 +420,17 @@ impl Client {
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_string();
-        let mut req = http::Request::post(path)
+        let mut req = http::Request::builder()
+            .method(method.clone())
+            .uri(path)
             .header(
                 http::header::HOST,
                 self.uri.authority().map_or("", |a| a.as_str()),
             )
-            .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, */*");
+        if method == http::Method::POST {
+            req = req.header(http::header::CONTENT_TYPE, "application/json");
+        }
         if let Some(value) = &self.authorization {
             req = req.header(http::header::AUTHORIZATION, value.as_str());
         }
@@ -734,6 +782,15 @@ current-context: ctx
         let client = Client::from_kubeconfig(&path).expect("client");
         assert_eq!(client.url(), "http://127.0.0.1:2/second");
         assert_eq!(client.authorization.as_deref(), Some("Bearer secret"));
+        // API paths go under the server URL's own path, credentials kept.
+        let reviews = client
+            .at_path("/apis/authentication.k8s.io/v1/tokenreviews")
+            .expect("at_path");
+        assert_eq!(
+            reviews.url(),
+            "http://127.0.0.1:2/second/apis/authentication.k8s.io/v1/tokenreviews"
+        );
+        assert_eq!(reviews.authorization.as_deref(), Some("Bearer secret"));
         std::fs::write(
             &path,
             "clusters:\n- name: c\n  cluster: {server: \"https://h\"}\n",

@@ -47,7 +47,7 @@ pub fn client_verifier(
     path: &Path,
 ) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, Error> {
     let contents = std::fs::read(path).map_err(|e| Error::Io(path.to_path_buf(), e))?;
-    let inner = static_client_verifier(path)?;
+    let inner = Some(static_client_verifier(path)?);
     Ok(Arc::new(ReloadingClientVerifier {
         path: path.to_path_buf(),
         state: Mutex::new(VerifierState {
@@ -56,6 +56,31 @@ pub fn client_verifier(
             inner,
         }),
     }))
+}
+
+/// [`client_verifier`] for a CA file that may be absent or empty (a
+/// delegating server's, written from the
+/// `kube-system/extension-apiserver-authentication` ConfigMap): until it
+/// holds CAs, no client certificate verifies against it.
+pub fn optional_client_verifier(
+    path: &Path,
+) -> Arc<dyn rustls::server::danger::ClientCertVerifier> {
+    let contents = std::fs::read(path).unwrap_or_default();
+    let inner = if contents.is_empty() {
+        None
+    } else {
+        static_client_verifier(path)
+            .map_err(|e| tracing::error!(error = %e, "client CA file unusable; no client certificate verifies against it"))
+            .ok()
+    };
+    Arc::new(ReloadingClientVerifier {
+        path: path.to_path_buf(),
+        state: Mutex::new(VerifierState {
+            checked: Instant::now(),
+            contents,
+            inner,
+        }),
+    })
 }
 
 /// Builds a verifier from the CAs in `path` as it is now.
@@ -78,7 +103,8 @@ fn static_client_verifier(
 struct VerifierState {
     checked: Instant,
     contents: Vec<u8>,
-    inner: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+    /// `None` while the file holds no CA (optional files only).
+    inner: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
 }
 
 /// A client certificate verifier that re-reads its CA file at most every
@@ -99,7 +125,7 @@ impl std::fmt::Debug for ReloadingClientVerifier {
 }
 
 impl ReloadingClientVerifier {
-    fn inner(&self) -> Arc<dyn rustls::server::danger::ClientCertVerifier> {
+    fn inner(&self) -> Option<Arc<dyn rustls::server::danger::ClientCertVerifier>> {
         let mut state = match self.state.lock() {
             Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
@@ -109,9 +135,12 @@ impl ReloadingClientVerifier {
             if let Ok(contents) = std::fs::read(&self.path)
                 && contents != state.contents
             {
+                let empty = contents.is_empty();
                 state.contents = contents;
                 match static_client_verifier(&self.path) {
-                    Ok(v) => state.inner = v,
+                    Ok(v) => state.inner = Some(v),
+                    // An optional file emptied: no CA any more.
+                    Err(_) if empty && state.inner.is_some() => state.inner = None,
                     Err(e) => {
                         tracing::error!(error = %e, "reloading client CA file failed; keeping the previous CAs");
                     }
@@ -134,6 +163,7 @@ impl rustls::server::danger::ClientCertVerifier for ReloadingClientVerifier {
         now: rustls_pki_types::UnixTime,
     ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
         self.inner()
+            .ok_or_else(no_ca)?
             .verify_client_cert(end_entity, intermediates, now)
     }
 
@@ -143,7 +173,9 @@ impl rustls::server::danger::ClientCertVerifier for ReloadingClientVerifier {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.inner().verify_tls12_signature(message, cert, dss)
+        self.inner()
+            .ok_or_else(no_ca)?
+            .verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -152,10 +184,22 @@ impl rustls::server::danger::ClientCertVerifier for ReloadingClientVerifier {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.inner().verify_tls13_signature(message, cert, dss)
+        self.inner()
+            .ok_or_else(no_ca)?
+            .verify_tls13_signature(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.inner().supported_verify_schemes()
+        match self.inner() {
+            Some(inner) => inner.supported_verify_schemes(),
+            None => rustls::crypto::ring::default_provider()
+                .signature_verification_algorithms
+                .supported_schemes(),
+        }
     }
+}
+
+/// The error of verifying against a CA file that holds no CA.
+fn no_ca() -> rustls::Error {
+    rustls::Error::General("no client CA".into())
 }

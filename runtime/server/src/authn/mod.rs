@@ -15,6 +15,7 @@
 
 pub mod bootstrap_token;
 pub mod client_ca;
+pub mod delegated;
 pub mod oidc;
 pub mod request_header;
 pub mod service_account;
@@ -63,6 +64,12 @@ pub struct Options {
     pub service_accounts: service_account::Options,
     /// `--oidc-*` (OIDC is off without an issuer URL).
     pub oidc: oidc::Options,
+    /// `--authentication-kubeconfig` and the other delegating flags: bearer
+    /// tokens are reviewed by the main server, and missing settings looked
+    /// up there ([`delegated`]).
+    pub delegated: Option<delegated::Options>,
+    /// What [`delegated::Lookup::start`] manages (filled in by it).
+    pub looked_up: Option<delegated::LookedUp>,
 }
 
 impl Options {
@@ -74,6 +81,15 @@ impl Options {
             .chain(self.request_header.client_ca_file.iter())
             .map(PathBuf::as_path)
             .collect()
+    }
+
+    /// The CA files the delegated lookup writes (they may be absent or
+    /// empty).
+    pub fn optional_client_ca_files(&self) -> Vec<PathBuf> {
+        self.looked_up
+            .as_ref()
+            .map(delegated::LookedUp::ca_files)
+            .unwrap_or_default()
     }
 }
 
@@ -89,6 +105,8 @@ impl Default for Options {
             api_audiences: Vec::new(),
             service_accounts: Default::default(),
             oidc: Default::default(),
+            delegated: None,
+            looked_up: None,
         }
     }
 }
@@ -162,27 +180,44 @@ impl Authenticator {
         };
         let verifier =
             |path: &PathBuf| client_ca::client_verifier(path).map_err(|e| Error::Ca(e.to_string()));
-        let request_header = match &options.request_header.client_ca_file {
-            Some(path) => Some(request_header::RequestHeader::new(
+        let looked_up = options.looked_up.clone().unwrap_or_default();
+        let request_header = match (
+            &looked_up.request_header,
+            &options.request_header.client_ca_file,
+        ) {
+            (Some((path, shared)), _) => Some(request_header::RequestHeader::new(
                 &options.request_header,
+                Some(shared),
+                client_ca::optional_client_verifier(path),
+            )),
+            (None, Some(path)) => Some(request_header::RequestHeader::new(
+                &options.request_header,
+                None,
                 verifier(path)?,
             )),
-            None => None,
+            (None, None) => None,
+        };
+        let x509 = match &looked_up.client_ca_file {
+            Some(path) => Some(client_ca::optional_client_verifier(path)),
+            None => options.client_ca_file.as_ref().map(verifier).transpose()?,
+        };
+        let webhook = match (&options.delegated, &options.webhook) {
+            (Some(delegated), _) => Some(webhook::TokenWebhook::delegated(
+                delegated,
+                &options.api_audiences,
+            )?),
+            (None, Some(w)) => Some(webhook::TokenWebhook::new(w, &options.api_audiences)?),
+            (None, None) => None,
         };
         Ok(Authenticator {
-            x509: options.client_ca_file.as_ref().map(verifier).transpose()?,
+            x509,
             request_header,
             tokens,
             admin_token,
             anonymous: options.anonymous,
             bootstrap_tokens: options.bootstrap_tokens,
             secrets: None,
-            webhook: options
-                .webhook
-                .as_ref()
-                .map(|w| webhook::TokenWebhook::new(w, &options.api_audiences))
-                .transpose()?
-                .map(Arc::new),
+            webhook: webhook.map(Arc::new),
             api_audiences: options.api_audiences.clone(),
             service_accounts: if options.service_accounts.issuers.is_empty() {
                 None

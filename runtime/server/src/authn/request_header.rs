@@ -7,13 +7,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
 
 use http::HeaderMap;
 
 use super::{ClientCertificate, UserInfo, Verifier, x509};
 
 /// The `--requestheader-*` flags.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// `--requestheader-client-ca-file`: the CA of front-proxy client
     /// certificates; request-header authentication is off without it.
@@ -45,10 +46,47 @@ impl Default for Options {
     }
 }
 
+/// Request-header settings that change while the server runs (a
+/// delegating server's, looked up in the
+/// `kube-system/extension-apiserver-authentication` ConfigMap): header
+/// names and allowed names, shared between the authenticator and whatever
+/// keeps them current. Its CA file is given separately.
+#[derive(Clone, Debug, Default)]
+pub struct SharedHeaders(Arc<RwLock<Arc<Options>>>);
+
+impl PartialEq for SharedHeaders {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl SharedHeaders {
+    /// Settings holding `options` (header names are compared lower-cased).
+    pub fn new(options: &Options) -> Self {
+        SharedHeaders(Arc::new(RwLock::new(Arc::new(normalized(options)))))
+    }
+
+    /// Replaces the settings; returns whether they changed.
+    pub fn set(&self, options: &Options) -> bool {
+        let next = normalized(options);
+        let mut current = self.0.write().unwrap_or_else(|p| p.into_inner());
+        if **current == next {
+            return false;
+        }
+        *current = Arc::new(next);
+        true
+    }
+
+    /// The settings now.
+    pub fn get(&self) -> Arc<Options> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
 /// The configured authenticator.
 #[derive(Clone)]
 pub(super) struct RequestHeader {
-    options: Options,
+    options: SharedHeaders,
     verifier: Verifier,
 }
 
@@ -56,17 +94,37 @@ fn lower(names: &[String]) -> Vec<String> {
     names
         .iter()
         .map(|n| n.trim().to_ascii_lowercase())
+        .filter(|n| !n.is_empty())
         .collect()
 }
 
+fn normalized(options: &Options) -> Options {
+    Options {
+        username_headers: lower(&options.username_headers),
+        uid_headers: lower(&options.uid_headers),
+        group_headers: lower(&options.group_headers),
+        extra_headers_prefix: lower(&options.extra_headers_prefix),
+        allowed_names: options
+            .allowed_names
+            .iter()
+            .filter(|n| !n.trim().is_empty())
+            .cloned()
+            .collect(),
+        ..options.clone()
+    }
+}
+
 impl RequestHeader {
-    pub(super) fn new(options: &Options, verifier: Verifier) -> Self {
-        let options = Options {
-            username_headers: lower(&options.username_headers),
-            uid_headers: lower(&options.uid_headers),
-            group_headers: lower(&options.group_headers),
-            extra_headers_prefix: lower(&options.extra_headers_prefix),
-            ..options.clone()
+    /// The authenticator of fixed `options`, or of `shared` ones that
+    /// change while the server runs.
+    pub(super) fn new(
+        options: &Options,
+        shared: Option<&SharedHeaders>,
+        verifier: Verifier,
+    ) -> Self {
+        let options = match shared {
+            Some(shared) => shared.clone(),
+            None => SharedHeaders::new(options),
         };
         RequestHeader { options, verifier }
     }
@@ -82,10 +140,11 @@ impl RequestHeader {
         if !cert.verified_by(self.verifier.as_ref()) {
             return Ok(None);
         }
+        let options = self.options.get();
         let cn = x509::subject(cert.leaf())
             .map(|s| s.common_name)
             .unwrap_or_default();
-        if !self.options.allowed_names.is_empty() && !self.options.allowed_names.contains(&cn) {
+        if !options.allowed_names.is_empty() && !options.allowed_names.contains(&cn) {
             tracing::debug!(%cn, "request-header client certificate CN not allowed");
             return Err(());
         }
@@ -97,8 +156,7 @@ impl RequestHeader {
                 .map(str::to_string)
                 .collect()
         };
-        let Some(name) = self
-            .options
+        let Some(name) = options
             .username_headers
             .iter()
             .flat_map(|h| values(headers, h))
@@ -106,15 +164,13 @@ impl RequestHeader {
         else {
             return Ok(None);
         };
-        let uid = self
-            .options
+        let uid = options
             .uid_headers
             .iter()
             .flat_map(|h| values(headers, h))
             .find(|v| !v.is_empty())
             .unwrap_or_default();
-        let groups: Vec<String> = self
-            .options
+        let groups: Vec<String> = options
             .group_headers
             .iter()
             .flat_map(|h| values(headers, h))
@@ -122,8 +178,7 @@ impl RequestHeader {
         let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut extra_names = Vec::new();
         for name in headers.keys().map(|k| k.as_str().to_string()) {
-            if let Some(prefix) = self
-                .options
+            if let Some(prefix) = options
                 .extra_headers_prefix
                 .iter()
                 .find(|p| !p.is_empty() && name.starts_with(p.as_str()))
@@ -133,12 +188,11 @@ impl RequestHeader {
                 extra_names.push(name);
             }
         }
-        for h in self
-            .options
+        for h in options
             .username_headers
             .iter()
-            .chain(&self.options.uid_headers)
-            .chain(&self.options.group_headers)
+            .chain(&options.uid_headers)
+            .chain(&options.group_headers)
             .chain(&extra_names)
         {
             headers.remove(h.as_str());

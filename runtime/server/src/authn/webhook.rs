@@ -78,6 +78,26 @@ impl TokenWebhook {
         })
     }
 
+    /// The TokenReview authenticator of a delegating server
+    /// (`authentication.k8s.io/v1` TokenReviews posted to the main server
+    /// of `--authentication-kubeconfig`).
+    pub fn delegated(
+        options: &super::delegated::Options,
+        api_audiences: &[String],
+    ) -> Result<Self, super::Error> {
+        let client = Client::from_kubeconfig(&options.kubeconfig)
+            .map_err(|e| e.to_string())
+            .and_then(|c| c.at_path(super::delegated::TOKEN_REVIEWS_PATH))
+            .map_err(|e| super::Error::Webhook(format!("authentication-kubeconfig: {e}")))?;
+        Ok(TokenWebhook {
+            client,
+            api_version: "authentication.k8s.io/v1".into(),
+            ttl: options.cache_ttl,
+            cache: TtlCache::default(),
+            implicit_audiences: api_audiences.to_vec(),
+        })
+    }
+
     /// Reviews `token` for `audiences` (empty: no audience check): the
     /// user and the audiences (of those asked for) the token is good for,
     /// `None` when the webhook does not authenticate it, or the error.

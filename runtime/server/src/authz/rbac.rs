@@ -553,13 +553,26 @@ fn cluster_role_binding(name: &str, role: &str, groups: &[&str]) -> Value {
     })
 }
 
+/// A bootstrap Role in `namespace`.
+fn role(name: &str, namespace: &str, rules: Value) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/v1"),
+        "kind": "Role",
+        "metadata": {"name": name, "namespace": namespace, "labels": {BOOTSTRAP_LABEL.0: BOOTSTRAP_LABEL.1}, "annotations": {AUTOUPDATE_ANNOTATION: "true"}},
+        "rules": rules,
+    })
+}
+
 /// The default ClusterRoles and ClusterRoleBindings (kube-apiserver's
 /// bootstrap policy, reduced to what apiforge serves): `cluster-admin` for
 /// `system:masters`; `system:discovery`, `system:basic-user` for every
 /// authenticated user; `system:public-info-viewer` for everyone;
 /// `system:monitoring` (health checks and `/metrics`) for the group of that
-/// name; and the
-/// aggregated user-facing `admin`, `edit`, `view`.
+/// name; the
+/// aggregated user-facing `admin`, `edit`, `view`; for aggregated API
+/// servers, `system:auth-delegator` (TokenReviews and
+/// SubjectAccessReviews) and the Role `extension-apiserver-authentication-reader`
+/// in `kube-system` (the authentication ConfigMap), bound to nobody.
 pub fn bootstrap_objects() -> Vec<Value> {
     let read = json!(["get", "list", "watch"]);
     let write = json!(["create", "delete", "deletecollection", "patch", "update"]);
@@ -639,6 +652,20 @@ pub fn bootstrap_objects() -> Vec<Value> {
             ]),
             None,
         ),
+        cluster_role(
+            "system:auth-delegator",
+            &[],
+            json!([
+                {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}
+            ]),
+            None,
+        ),
+        role(
+            "extension-apiserver-authentication-reader",
+            "kube-system",
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["extension-apiserver-authentication"], "verbs": ["get", "list", "watch"]}]),
+        ),
         cluster_role_binding("cluster-admin", "cluster-admin", &[MASTERS_GROUP]),
         cluster_role_binding(
             "system:discovery",
@@ -713,7 +740,33 @@ pub async fn start(
             continue;
         };
         let name = meta_str(&obj, "name");
-        if store.ensure("", "v1", obj).await? {
+        let namespace = meta_str(&obj, "namespace");
+        if !namespace.is_empty() {
+            // `kube-system` is created by another post-start hook running
+            // at the same time: wait for it a little.
+            let mut attempt = 0;
+            loop {
+                match store.ensure(&namespace, "v1", obj.clone()).await {
+                    Ok(created) => {
+                        if created {
+                            tracing::info!(%kind, %namespace, %name, "created bootstrap RBAC object");
+                        }
+                        break;
+                    }
+                    Err(e) if attempt < 50 => {
+                        tracing::debug!(error = %e, %kind, %name, "creating bootstrap RBAC object; retrying");
+                        attempt += 1;
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, %kind, %namespace, %name, "creating bootstrap RBAC object failed");
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        if store.ensure(&namespace, "v1", obj).await? {
             tracing::info!(%kind, %name, "created bootstrap RBAC object");
         }
     }

@@ -78,6 +78,29 @@ impl SubjectAccessWebhook {
     }
 }
 
+impl SubjectAccessWebhook {
+    /// The SubjectAccessReview authorizer of a delegating server
+    /// (`authorization.k8s.io/v1` SubjectAccessReviews posted to the main
+    /// server of `--authorization-kubeconfig`).
+    pub fn delegated(options: &super::delegated::Options) -> Result<Self, Error> {
+        let client = Client::from_kubeconfig(&options.kubeconfig)
+            .map_err(|e| e.to_string())
+            .and_then(|c| c.at_path(super::delegated::SUBJECT_ACCESS_REVIEWS_PATH))
+            .map_err(|e| Error::Invalid(format!("authorization-kubeconfig: {e}")))?;
+        Ok(SubjectAccessWebhook {
+            client,
+            api_version: "authorization.k8s.io/v1".into(),
+            options: Options {
+                config_file: Some(options.kubeconfig.clone()),
+                authorized_ttl: options.authorized_ttl,
+                unauthorized_ttl: options.unauthorized_ttl,
+                version: "v1".into(),
+            },
+            cache: TtlCache::default(),
+        })
+    }
+}
+
 /// The SubjectAccessReview `spec` of `attrs`.
 pub fn review_spec(attrs: &Attributes) -> Value {
     let mut spec = json!({});

@@ -3,6 +3,8 @@
 //! process, so it carries the ones its API semantics need).
 //!
 //! - [`bootstrap`]: the system namespaces from the first start.
+//! - [`authentication_trust`]: publishes the client CA and request-header
+//!   settings in `kube-system/extension-apiserver-authentication`.
 //! - [`namespace`]: empties and removes deleted namespaces.
 //! - [`custom_resource_definitions`]: serves CustomResourceDefinitions'
 //!   kinds, names and establishes them, and empties deleted ones; their
@@ -13,6 +15,7 @@
 //!   carries out orphaning and foreground deletion; one replica runs it,
 //!   elected through [`leader_election`].
 
+pub mod authentication_trust;
 pub mod bootstrap;
 pub mod conversion_webhook;
 pub mod custom_resource_definitions;

@@ -155,19 +155,25 @@ pub async fn run(
             (paths.cert, paths.key, paths.ca)
         }
     };
+    // A delegating server looks up what its flags leave out in the main
+    // server's ConfigMap first: its CA bundles join the TLS layer's.
+    let mut authentication = config.authentication.clone();
+    let lookup = crate::authn::delegated::Lookup::start(&mut authentication)
+        .await
+        .map_err(|e| Error::Auth(e.to_string()))?;
     let tls_config = tls::DynamicServerConfig::load(tls::ServingFiles {
         cert: cert.clone(),
         key: key.clone(),
         sni: config.tls_sni_cert_keys.clone(),
-        client_cas: config
-            .authentication
+        client_cas: authentication
             .client_ca_files()
             .into_iter()
             .map(std::path::Path::to_path_buf)
             .collect(),
+        optional_client_cas: authentication.optional_client_ca_files(),
     })?;
     let token = kubeconfig::ensure_admin_token(&config.data_dir.join("admin.token"))?;
-    let mut authenticator = crate::authn::Authenticator::new(&config.authentication, token.clone())
+    let mut authenticator = crate::authn::Authenticator::new(&authentication, token.clone())
         .map_err(|e| Error::Auth(e.to_string()))?;
     let authorizer = crate::authz::Authorizer::new(&config.authorization)
         .map_err(|e| Error::Auth(e.to_string()))?;
@@ -211,6 +217,7 @@ pub async fn run(
     let lease_options = config.identity_lease.clone();
     let apf_stop_rx = controllers_stop_rx.clone();
     let crd_stop_rx = controllers_stop_rx.clone();
+    let trust_stop_rx = controllers_stop_rx.clone();
     let flow_control = config.filters.enable_priority_and_fairness.then(|| {
         crate::flowcontrol::FlowControl::new(
             config.filters.max_requests_inflight + config.filters.max_mutating_requests_inflight,
@@ -309,6 +316,25 @@ pub async fn run(
         ),
     ];
     hooks.extend(apf_hook);
+    // The main server's side of delegation: publish the client CA and the
+    // request-header settings (a delegating server does not).
+    if authentication.delegated.is_none()
+        && crate::controllers::authentication_trust::own_info(&authentication).is_some()
+    {
+        let options = authentication.clone();
+        hooks.push(lifecycle::Hook::new(
+            "start-cluster-authentication-info-controller",
+            move |ctx: lifecycle::HookContext| async move {
+                crate::controllers::authentication_trust::start(
+                    ctx.server.stores(),
+                    options,
+                    trust_stop_rx,
+                )
+                .await
+                .map_err(|e| e.to_string())
+            },
+        ));
+    }
     let post_start = lifecycle::PostStartHooks::register(hooks, &mut health);
     let pre_shutdown = vec![lifecycle::Hook::new(
         "stop-namespace-controller",
@@ -364,6 +390,9 @@ pub async fn run(
     tracing::info!(%url, kubeconfig = %kubeconfig_path.display(), "serving; use: kubectl --kubeconfig {}", kubeconfig_path.display());
 
     tokio::spawn(tls_config.clone().watch(stop_rx.clone()));
+    if let Some(lookup) = lookup {
+        tokio::spawn(lookup.keep_current(stop_rx.clone()));
+    }
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let builder = auto::Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);

@@ -161,6 +161,10 @@ pub struct ServingFiles {
     pub sni: Vec<SniCertKey>,
     /// CAs client certificates are verified against.
     pub client_cas: Vec<PathBuf>,
+    /// CA files that may be absent or empty (a delegating server's, written
+    /// from the looked-up ConfigMap); those that hold CAs join
+    /// `client_cas`.
+    pub optional_client_cas: Vec<PathBuf>,
 }
 
 impl ServingFiles {
@@ -172,6 +176,7 @@ impl ServingFiles {
             paths.push(&s.key);
         }
         paths.extend(self.client_cas.iter().map(PathBuf::as_path));
+        paths.extend(self.optional_client_cas.iter().map(PathBuf::as_path));
         paths
     }
 
@@ -265,17 +270,31 @@ pub fn server_config(files: &ServingFiles) -> Result<Arc<ServerConfig>, Error> {
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| Error::Tls(e.to_string()))?;
-    let builder = if files.client_cas.is_empty() {
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in &files.client_cas {
+        for c in read_certs(ca)? {
+            roots
+                .add(c)
+                .map_err(|e| Error::Tls(format!("{}: {e}", ca.display())))?;
+        }
+    }
+    for ca in &files.optional_client_cas {
+        if std::fs::metadata(ca).map_or(true, |m| m.len() == 0) {
+            continue;
+        }
+        match read_certs(ca) {
+            Ok(certs) => {
+                let (_, ignored) = roots.add_parsable_certificates(certs);
+                if ignored > 0 {
+                    tracing::warn!(file = %ca.display(), ignored, "client CA certificates ignored");
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "client CA file unusable"),
+        }
+    }
+    let builder = if roots.is_empty() {
         builder.with_no_client_auth()
     } else {
-        let mut roots = rustls::RootCertStore::empty();
-        for ca in &files.client_cas {
-            for c in read_certs(ca)? {
-                roots
-                    .add(c)
-                    .map_err(|e| Error::Tls(format!("{}: {e}", ca.display())))?;
-            }
-        }
         let verifier =
             rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .allow_unauthenticated()
