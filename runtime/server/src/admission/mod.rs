@@ -466,8 +466,8 @@ impl AdmissionRegistry {
 
     /// The runtime's built-in plugins, all on by default, in the generic
     /// apiserver's recommended order: `NamespaceLifecycle` first;
-    /// `MutatingAdmissionWebhook`, `ValidatingAdmissionPolicy` and
-    /// `ValidatingAdmissionWebhook` last,
+    /// `MutatingAdmissionPolicy`, `MutatingAdmissionWebhook`,
+    /// `ValidatingAdmissionPolicy` and `ValidatingAdmissionWebhook` last,
     /// after any plugin registered later (user groups' plugins), so
     /// webhooks see the object the built-in plugins admitted. `service`
     /// references of webhooks resolve with `resolver`.
@@ -486,6 +486,7 @@ impl AdmissionRegistry {
         let validating = admission.webhook_credentials(webhook::VALIDATING_PLUGIN)?;
         let mut r = Self::new();
         r.register(NamespaceLifecycle::new(), true);
+        r.register_last(Arc::new(policy::MutatingAdmissionPolicies::new()), true);
         r.register_last(
             Arc::new(webhook::MutatingWebhooks::new(resolver.clone()).with_credentials(mutating)),
             true,

@@ -203,6 +203,7 @@ fn selection_follows_kube_apiserver_flags() {
             "NamespaceLifecycle",
             "Off",
             "On",
+            "MutatingAdmissionPolicy",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook"
@@ -213,6 +214,7 @@ fn selection_follows_kube_apiserver_flags() {
         [
             "NamespaceLifecycle",
             "On",
+            "MutatingAdmissionPolicy",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook"
@@ -226,6 +228,7 @@ fn selection_follows_kube_apiserver_flags() {
             "NamespaceLifecycle",
             "Off",
             "On",
+            "MutatingAdmissionPolicy",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook"
@@ -237,6 +240,7 @@ fn selection_follows_kube_apiserver_flags() {
             &strings(&[
                 "NamespaceLifecycle",
                 " ",
+                "MutatingAdmissionPolicy",
                 "MutatingAdmissionWebhook",
                 "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
@@ -248,7 +252,7 @@ fn selection_follows_kube_apiserver_flags() {
         reg.select(&strings(&["Nope"]), &[])
             .unwrap_err()
             .to_string(),
-        "enable-admission-plugins plugin \"Nope\" is unknown (known plugins: NamespaceLifecycle, Off, On, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)"
+        "enable-admission-plugins plugin \"Nope\" is unknown (known plugins: NamespaceLifecycle, Off, On, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)"
     );
     assert!(matches!(
         reg.select(&[], &strings(&["Nope"])),

@@ -41,8 +41,11 @@ use apiforge_core::builtin::admissionregistration_v1::{
 };
 use apiforge_core::meta::{StatusCause, StatusDetails};
 
+pub mod mutating;
 #[cfg(test)]
 mod tests;
+
+pub use mutating::MutatingAdmissionPolicies;
 
 /// How old the snapshot of policies and bindings may get before it is
 /// listed again.
@@ -526,6 +529,38 @@ fn cel_type_name(v: &cel::Value) -> &'static str {
     }
 }
 
+/// Evaluates a policy's `variables` in order into `ctx` (as
+/// `variables.<name>`), each seeing the earlier ones; one that fails is
+/// absent, and an expression using it fails with its error.
+fn bind_variables(variables: &[(String, Expression)], ctx: &mut cel::Context<'_, '_>) -> Variables {
+    let mut values: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
+    let mut vars = Variables::default();
+    for (name, expression) in variables {
+        ctx.add_variable_from_value("variables", cel::Value::Map(values.clone().into()));
+        match expression.eval(ctx) {
+            Ok(v) => {
+                values.insert(cel::objects::Key::from(name.as_str()), v);
+            }
+            Err(failure) => {
+                let why = match failure {
+                    EvalFailure::Compile(e) => {
+                        format!("composited variable {name:?} fails to compile: {e}")
+                    }
+                    EvalFailure::Execute(e) => {
+                        let e = vars
+                            .failure_in(&expression.source)
+                            .map_or(e, str::to_string);
+                        format!("composited variable {name:?} fails to evaluate: {e}")
+                    }
+                };
+                vars.failed.push((name.clone(), why));
+            }
+        }
+    }
+    ctx.add_variable_from_value("variables", cel::Value::Map(values.into()));
+    vars
+}
+
 /// Evaluates `policy` for one param (`validator.Validate`).
 fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Outcome {
     let on_error = |message: String| {
@@ -549,33 +584,7 @@ fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Ou
             };
         }
     }
-    // Variables in order, each seeing the earlier ones; one that fails
-    // is absent, and an expression using it fails with its error.
-    let mut values: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
-    let mut vars = Variables::default();
-    for (name, expression) in &policy.variables {
-        ctx.add_variable_from_value("variables", cel::Value::Map(values.clone().into()));
-        match expression.eval(&ctx) {
-            Ok(v) => {
-                values.insert(cel::objects::Key::from(name.as_str()), v);
-            }
-            Err(failure) => {
-                let why = match failure {
-                    EvalFailure::Compile(e) => {
-                        format!("composited variable {name:?} fails to compile: {e}")
-                    }
-                    EvalFailure::Execute(e) => {
-                        let e = vars
-                            .failure_in(&expression.source)
-                            .map_or(e, str::to_string);
-                        format!("composited variable {name:?} fails to evaluate: {e}")
-                    }
-                };
-                vars.failed.push((name.clone(), why));
-            }
-        }
-    }
-    ctx.add_variable_from_value("variables", cel::Value::Map(values.into()));
+    let vars = bind_variables(&policy.variables, &mut ctx);
     let mut outcome = Outcome::default();
     for v in &policy.validations {
         let decision = match vars.run(&v.expression, &ctx) {
@@ -855,7 +864,7 @@ impl ValidatingAdmissionPolicies {
                     let ns_value = match &namespace {
                         Some(v) => v.clone(),
                         None => {
-                            let v = self.namespace_value(attrs, ctx).await?;
+                            let v = namespace_value(attrs, ctx).await?;
                             namespace = Some(v.clone());
                             v
                         }
@@ -935,21 +944,17 @@ impl ValidatingAdmissionPolicies {
             None => Ok(()),
         }
     }
+}
 
-    /// The `namespaceObject` variable: the request's namespace (null for
-    /// cluster-scoped requests and for namespaces themselves).
-    async fn namespace_value(
-        &self,
-        attrs: &Attributes,
-        ctx: &Context,
-    ) -> Result<cel::Value, Error> {
-        let is_namespace = attrs.group.is_empty() && attrs.kind == "Namespace";
-        if attrs.namespace.is_empty() || is_namespace {
-            return Ok(cel::Value::Null);
-        }
-        let ns = matching::namespace(ctx, &attrs.namespace).await?;
-        Ok(apiforge_core::cel::to_cel(&namespace_object(&ns)))
+/// The `namespaceObject` variable: the request's namespace (null for
+/// cluster-scoped requests and for namespaces themselves).
+async fn namespace_value(attrs: &Attributes, ctx: &Context) -> Result<cel::Value, Error> {
+    let is_namespace = attrs.group.is_empty() && attrs.kind == "Namespace";
+    if attrs.namespace.is_empty() || is_namespace {
+        return Ok(cel::Value::Null);
     }
+    let ns = matching::namespace(ctx, &attrs.namespace).await?;
+    Ok(apiforge_core::cel::to_cel(&namespace_object(&ns)))
 }
 
 #[async_trait]
