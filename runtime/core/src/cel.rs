@@ -9,8 +9,6 @@
 //! `spec: Invalid value: "object": <message>` (the bad value is the
 //! schema type), with `failed rule: <rule>` when there is no message.
 
-pub mod mutation;
-
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 

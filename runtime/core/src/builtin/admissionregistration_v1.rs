@@ -20,6 +20,7 @@ use crate::resource::Strategy;
 use crate::scheme::{Group, KindBuilder, Scheme};
 use crate::validation::ErrorList;
 
+pub mod cel_mutation;
 pub mod mutating_policy;
 pub mod policy;
 pub mod validation;

@@ -1333,10 +1333,10 @@ fn mutable_operations(m: &MatchResources, path: &FieldPath) -> ErrorList {
     errs
 }
 
-/// Compiles a mutation expression ([`crate::cel::mutation`]):
+/// Compiles a mutation expression ([`super::cel_mutation`]):
 /// `compilation failed: ...` as [`compile_check`] words it.
 fn mutation_compile_check(errs: &mut ErrorList, path: FieldPath, expression: &str) {
-    if let Err(e) = crate::cel::mutation::MutationProgram::compile(expression) {
+    if let Err(e) = super::cel_mutation::MutationProgram::compile(expression) {
         errs.push(FieldError::invalid(
             path,
             expression,

@@ -44,10 +44,10 @@ use super::{
     Activation, Expression, ParamSource, REFRESH, Variables, bind_variables, cel_type_name,
     collect_params, namespace_value, param_source, resources_match,
 };
+use apiforge_core::builtin::admissionregistration_v1::cel_mutation::{MutationProgram, to_json};
 use apiforge_core::builtin::admissionregistration_v1::{
     MatchResources, MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ParamRef,
 };
-use apiforge_core::cel::mutation::{MutationProgram, to_json};
 use apiforge_core::meta::StatusCause;
 
 /// The plugin's name.
