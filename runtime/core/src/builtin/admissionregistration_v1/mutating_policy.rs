@@ -120,6 +120,7 @@ pub struct ApplyConfiguration {
 /// JSONPatch defines a JSON Patch.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "JSONPatch")]
 pub struct JsonPatch {
     /// expression will be evaluated by CEL to create a
     /// [JSON patch](https://jsonpatch.com/).
