@@ -498,6 +498,51 @@ async fn json_patch_and_param_driven_defaults_on_a_custom_resource() {
         given.data["spec"],
         json!({"replicas": 7, "items": ["added"]})
     );
+
+    // An apply configuration may not set an atomic list (`spec.items` has
+    // no `x-kubernetes-list-type`): upstream's `validatePatch`.
+    policies
+        .create(
+            &PostParams::default(),
+            &from(json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+                "metadata": {"name": "set-items"}, "spec": {
+                "matchConstraints": rules,
+                "matchConditions": [{"name": "opted-in", "expression": "'atomic' in object.metadata.labels"}],
+                "reinvocationPolicy": "Never",
+                "mutations": apply(r#"Object{spec: Object.spec{items: ["replaced"]}}"#),
+            }})),
+        )
+        .await
+        .expect("policy");
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding("set-items-binding", json!({"policyName": "set-items"})),
+        )
+        .await
+        .expect("binding");
+    let s = eventually_some(&server, "the atomic list is refused", |n| {
+        let widgets = widgets.clone();
+        let mut w = widget(&format!("atomic-{n}"), json!({"replicas": 1, "items": []}));
+        w.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert("atomic".into(), "yes".into());
+        async move {
+            widgets
+                .create(&PostParams::default(), &w)
+                .await
+                .err()
+                .map(api_status)
+        }
+    })
+    .await;
+    assert_eq!(s.code, 403, "{s:?}");
+    assert_eq!(s.reason, "Invalid");
+    assert_eq!(
+        s.message,
+        "policy 'set-items' with binding 'set-items-binding' denied request: error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.items"
+    );
 }
 
 /// `reinvocationPolicy: IfNeeded`: a policy that ran before a later one

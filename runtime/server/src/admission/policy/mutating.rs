@@ -18,9 +18,9 @@
 //! - **`ApplyConfiguration`**: the expression gives an `Object{...}`,
 //!   merged into the object with the server-side apply merge of
 //!   [`crate::patch::structured::merge`] on the kind's schema (maps merge,
-//!   associative lists merge by key, atomic lists and scalars are
-//!   replaced). Unlike upstream, an apply configuration that sets an
-//!   atomic list or map is not refused.
+//!   associative lists merge by key, scalars are replaced); an apply
+//!   configuration that sets an atomic list, map or struct is refused, as
+//!   upstream's `validatePatch` does.
 //! - **Reinvocation**: when a later invocation changed the object, the
 //!   earlier invocations of `reinvocationPolicy: IfNeeded` policies run
 //!   once more (within this plugin: a change by the mutating webhooks,
@@ -596,7 +596,7 @@ fn apply_json_patch(value: &cel::Value, object: &Value) -> Result<Option<Value>,
 /// Merges an `ApplyConfiguration` mutation's value (an `Object{...}`, a
 /// map here) into `object`, with the server-side apply merge on the
 /// kind's schema in `version` (a schema that knows nothing when the
-/// request has no codec).
+/// request has no codec); one that sets an atomic value is refused.
 fn apply_configuration(
     value: &cel::Value,
     object: &Value,
@@ -616,11 +616,15 @@ fn apply_configuration(
         .and_then(|c| c.0.version(version))
         .map(crate::patch::schema::KindSchema::cached)
         .unwrap_or_else(|| Arc::new(crate::patch::schema::KindSchema::unknown()));
-    Ok(Some(crate::patch::structured::merge(
-        object,
-        &patch,
-        &schema.root(),
-    )))
+    let root = schema.root();
+    let atomics = crate::patch::structured::atomic_paths(&patch, &root);
+    if !atomics.is_empty() {
+        return Err(format!(
+            "error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+            atomics.join(", ")
+        ));
+    }
+    Ok(Some(crate::patch::structured::merge(object, &patch, &root)))
 }
 
 #[async_trait]
