@@ -10,16 +10,18 @@
 //! JSON in the end; so here the parsed expression is rewritten before it
 //! is evaluated: every `Object...{f: v}` / `JSONPatch{f: v}` literal
 //! becomes the map literal `{"f": v}` (optional fields `?f: v` stay
-//! optional entries), and `JSONPatch.escapeKey(k)` becomes
+//! optional entries) with one more entry, [`TYPE_KEY`], holding the type
+//! name (so that [`type_name`] and [`check_type_names`] can tell an object
+//! from a map, and [`to_json`] leaves it out), and `JSONPatch.escapeKey(k)` becomes
 //! `k.replace("~", "~0").replace("/", "~1")` (RFC 6901 escaping). Any
 //! other struct name is refused when compiling, as upstream's environment
 //! declares no other type.
 //!
-//! Not done (upstream has them from its type checker): the check that an
-//! `applyConfiguration` expression returns an `Object` and a `jsonPatch`
-//! one a `list(JSONPatch)` is made on the value when evaluated, and a
-//! nested literal's type name is not checked against its field path
-//! (upstream's `CheckTypeNamesMatchFieldPathNames`).
+//! Without upstream's type checker, the check that an `applyConfiguration`
+//! expression returns an `Object` and a `jsonPatch` one a
+//! `list(JSONPatch)` is made on the value when evaluated (as upstream's
+//! `CheckTypeNamesMatchFieldPathNames` is). An expression that inspects an
+//! object literal as a map (`size(Object{...})`) sees the type entry.
 
 use cel::common::ast::{
     CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, MapEntryExpr, MapExpr,
@@ -37,6 +39,9 @@ pub struct MutationProgram {
 pub const OBJECT: &str = "Object";
 /// The type name of JSON patch operations.
 pub const JSON_PATCH: &str = "JSONPatch";
+/// The map entry holding the type name of a rewritten struct literal (a
+/// key no Kubernetes field has).
+pub const TYPE_KEY: &str = "\u{0}type";
 
 impl MutationProgram {
     /// Parses `source` in the Kubernetes CEL environment
@@ -213,6 +218,15 @@ fn rewrite(e: &mut IdedExpr, next_id: &mut u64) -> Result<(), String> {
                     }),
                 });
             }
+            let name = s.type_name.strip_prefix('.').unwrap_or(&s.type_name);
+            entries.push(IdedEntryExpr {
+                id: fresh(next_id),
+                expr: EntryExpr::MapEntry(MapEntryExpr {
+                    key: string_literal(fresh(next_id), TYPE_KEY),
+                    value: string_literal(fresh(next_id), name),
+                    optional: false,
+                }),
+            });
             e.expr = Expr::Map(MapExpr { entries });
         }
         _ => {}
@@ -220,8 +234,73 @@ fn rewrite(e: &mut IdedExpr, next_id: &mut u64) -> Result<(), String> {
     Ok(())
 }
 
+/// The type name of a value a struct literal built (`Object.spec`,
+/// `JSONPatch`), `None` for any other value.
+pub fn type_name(v: &cel::Value) -> Option<&str> {
+    let cel::Value::Map(m) = v else {
+        return None;
+    };
+    match m.map.get(&cel::objects::Key::from(TYPE_KEY)) {
+        Some(cel::Value::String(s)) => Some(s.as_str()),
+        _ => None,
+    }
+}
+
+/// Upstream's `CheckTypeNamesMatchFieldPathNames`: every object literal
+/// under `v` (through fields, lists and maps) must be named by its field
+/// path from `v`'s own type name (`Object.spec{selector:
+/// Object.spec.selector{...}}`). The errors are upstream's, one a line.
+pub fn check_type_names(v: &cel::Value) -> Result<(), String> {
+    let Some(root) = type_name(v) else {
+        return Ok(());
+    };
+    let mut errs = Vec::new();
+    type_check(v, &mut vec![root.to_string()], &mut errs);
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("\n"))
+    }
+}
+
+fn type_check(v: &cel::Value, path: &mut Vec<String>, errs: &mut Vec<String>) {
+    match v {
+        cel::Value::Map(m) => {
+            let typed = type_name(v).map(str::to_string);
+            if let Some(tn) = &typed {
+                let expected = path.join(".");
+                if *tn != expected {
+                    errs.push(format!(
+                        "unexpected type name {tn:?}, expected {expected:?}, which matches field name path from root Object type"
+                    ));
+                }
+            }
+            let mut entries: Vec<_> = m.map.iter().collect();
+            entries.sort_by(|a, b| format!("{:?}", a.0).cmp(&format!("{:?}", b.0)));
+            for (k, f) in entries {
+                match (&typed, k) {
+                    (Some(_), cel::objects::Key::String(k)) if k.as_str() == TYPE_KEY => {}
+                    (Some(_), cel::objects::Key::String(k)) => {
+                        path.push(k.to_string());
+                        type_check(f, path, errs);
+                        path.pop();
+                    }
+                    _ => type_check(f, path, errs),
+                }
+            }
+        }
+        cel::Value::List(items) => {
+            for item in items.iter() {
+                type_check(item, path, errs);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Converts a CEL value to JSON (maps need string keys; bytes become
-/// base64, durations and timestamps their string forms).
+/// base64, durations and timestamps their string forms; the type entry of
+/// object literals is left out).
 pub fn to_json(v: &cel::Value) -> Result<Value, String> {
     use base64::Engine as _;
     Ok(match v {
@@ -247,6 +326,9 @@ pub fn to_json(v: &cel::Value) -> Result<Value, String> {
                 let cel::objects::Key::String(k) = k else {
                     return Err(format!("map key {k:?} is not a string"));
                 };
+                if k.as_str() == TYPE_KEY {
+                    continue;
+                }
                 out.insert(k.to_string(), to_json(v)?);
             }
             Value::Object(out)
@@ -305,6 +387,29 @@ mod tests {
             got,
             Ok(json!({"spec": {"containers": [{"name": "a-x"}, {"name": "b-x"}]}}))
         );
+    }
+
+    fn value(source: &str) -> cel::Value {
+        let p = MutationProgram::compile(source).expect("compiles");
+        let ctx = cel::Context::with_env(crate::apiextensions::cel_env());
+        p.execute(&ctx).expect("evaluates")
+    }
+
+    /// Upstream's `CheckTypeNamesMatchFieldPathNames` cases.
+    #[test]
+    fn type_names_follow_field_paths() {
+        let ok = value(
+            r#"Object{spec: Object.spec{list: [Object.spec.list{a: 1}], m: {"k": Object.spec.m{b: 2}}}}"#,
+        );
+        assert_eq!(type_name(&ok), Some("Object"));
+        assert_eq!(check_type_names(&ok), Ok(()));
+        let bad = value("Object{spec: Object.spec{selector: Object.spec.wrong{}}}");
+        assert_eq!(
+            check_type_names(&bad),
+            Err(r#"unexpected type name "Object.spec.wrong", expected "Object.spec.selector", which matches field name path from root Object type"#.to_string())
+        );
+        assert_eq!(type_name(&value(r#"{"a": 1}"#)), None);
+        assert_eq!(to_json(&value("Object.spec{a: 1}")), Ok(json!({"a": 1})));
     }
 
     #[test]

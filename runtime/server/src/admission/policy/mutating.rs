@@ -44,7 +44,9 @@ use super::{
     Activation, Expression, ParamSource, REFRESH, Variables, bind_variables, cel_type_name,
     collect_params, namespace_value, param_source, resources_match,
 };
-use apiforge_core::builtin::admissionregistration_v1::cel_mutation::{MutationProgram, to_json};
+use apiforge_core::builtin::admissionregistration_v1::cel_mutation::{
+    JSON_PATCH, MutationProgram, OBJECT, check_type_names, to_json, type_name,
+};
 use apiforge_core::builtin::admissionregistration_v1::{
     MatchResources, MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ParamRef,
 };
@@ -562,12 +564,21 @@ fn apply_json_patch(value: &cel::Value, object: &Value) -> Result<Option<Value>,
     };
     let mut ops = Vec::with_capacity(items.len());
     for item in items.iter() {
-        let cel::Value::Map(_) = item else {
+        let cel::Value::Map(fields) = item else {
             return Err(format!(
                 "type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of {}",
                 cel_type_name(item)
             ));
         };
+        if type_name(item) != Some(JSON_PATCH) {
+            return Err(format!(
+                "type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of {}",
+                type_name(item).unwrap_or("map")
+            ));
+        }
+        if let Some(v) = fields.map.get(&cel::objects::Key::from("value")) {
+            check_type_names(v).map_err(|e| format!("type mismatch: {e}"))?;
+        }
         let item = to_json(item).map_err(|e| {
             format!(
                 "JSONPath valueExpression evaluated to a type that could not marshal to JSON: {e}"
@@ -603,12 +614,13 @@ fn apply_configuration(
     attrs: &Attributes,
     version: &str,
 ) -> Result<Option<Value>, String> {
-    let cel::Value::Map(_) = value else {
+    if type_name(value) != Some(OBJECT) {
         return Err(format!(
             "unsupported return type from ApplyConfiguration expression: {}",
-            cel_type_name(value)
+            type_name(value).unwrap_or(cel_type_name(value))
         ));
-    };
+    }
+    check_type_names(value).map_err(|e| format!("type mismatch: {e}"))?;
     let patch = to_json(value).map_err(|e| format!("error applying patch: {e}"))?;
     let schema = attrs
         .codec

@@ -178,7 +178,14 @@ fn errors_and_failure_policy() {
 
 #[test]
 fn wrong_result_types() {
-    let p = policy(json!({"mutations": [apply("[1]"), patch("Object{}")]}));
+    let p = policy(json!({"mutations": [
+        apply("[1]"),
+        patch("Object{}"),
+        apply(r#"{"spec": {}}"#),
+        patch(r#"[{"op": "add", "path": "/a", "value": 1}]"#),
+        apply("Object{spec: Object.spec{selector: Object.spec.wrong{}}}"),
+        patch(r#"[JSONPatch{op: "add", path: "/spec", value: Object.spec{x: Object.spec.y{}}}]"#),
+    ]}));
     let (_, errors) = run(&p, json!({}), Value::Null);
     let texts: Vec<String> = errors.iter().map(PolicyError::text).collect();
     assert_eq!(
@@ -186,6 +193,10 @@ fn wrong_result_types() {
         [
             "policy 'p' with binding 'b' denied request: unsupported return type from ApplyConfiguration expression: list",
             "policy 'p' with binding 'b' denied request: type mismatch: JSONPatchType.expression should evaluate to array, got map",
+            "policy 'p' with binding 'b' denied request: unsupported return type from ApplyConfiguration expression: map",
+            "policy 'p' with binding 'b' denied request: type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of map",
+            r#"policy 'p' with binding 'b' denied request: type mismatch: unexpected type name "Object.spec.wrong", expected "Object.spec.selector", which matches field name path from root Object type"#,
+            r#"policy 'p' with binding 'b' denied request: type mismatch: unexpected type name "Object.spec.y", expected "Object.spec.x", which matches field name path from root Object type"#,
         ]
     );
 }
