@@ -8,7 +8,9 @@
 //! (`object`, `oldObject`, `request`, `params`, `namespaceObject`),
 //! `matchConditions` and `variables`.
 //!
-//! - **Order**: policies in name order, their bindings in name order, each
+//! - **Order**: the invocations matching the request as it is when a round
+//!   starts (a mutation does not change which policies match in that
+//!   round), policies in name order, their bindings in name order, each
 //!   binding once per param; a policy's mutations in order, each seeing the
 //!   object as the previous one left it (converted to the matched version,
 //!   mutated, then decoded and defaulted into the hub form again).
@@ -328,8 +330,10 @@ impl MutatingAdmissionPolicies {
         Ok(fresh)
     }
 
-    /// One round over the matching invocations (`dispatchInvocations`);
-    /// `only` limits a reinvocation round to the invocations to run again.
+    /// One round: the invocations matching the request as it is when the
+    /// round starts (the generic `policyDispatcher.Dispatch`), then each
+    /// run in order (`dispatchInvocations`); `only` limits a reinvocation
+    /// round to the invocations to run again.
     async fn round(
         &self,
         snapshot: &Snapshot,
@@ -338,8 +342,7 @@ impl MutatingAdmissionPolicies {
         only: Option<&BTreeSet<String>>,
     ) -> Result<Round, Error> {
         let mut out = Round::default();
-        let mut invoked_reinvocable: BTreeSet<String> = BTreeSet::new();
-        let mut namespace: Option<cel::Value> = None;
+        let mut invocations: Vec<(&Policy, &str, Matched, Value)> = Vec::new();
         for hook in &snapshot.hooks {
             let policy = &hook.policy;
             let config_error = |message: String, binding: Option<&str>| PolicyError {
@@ -393,31 +396,35 @@ impl MutatingAdmissionPolicies {
                             continue;
                         }
                     };
-                for param in &params {
-                    let key = invocation_key(&policy.name, &binding.name, param);
-                    if only.is_some_and(|only| !only.contains(&key)) {
-                        continue;
-                    }
-                    if namespace.is_none() {
-                        namespace = Some(namespace_value(attrs, ctx).await?);
-                    }
-                    let ns = namespace.clone().unwrap_or(cel::Value::Null);
-                    let before = attrs.object.clone();
-                    let invocation = Invocation {
-                        policy,
-                        binding: &binding.name,
-                        matched: &matched,
-                        param,
-                        namespace: ns,
-                    };
-                    invocation.run(attrs, &mut out.errors);
-                    if attrs.object != before {
-                        out.reinvoke.extend(invoked_reinvocable.iter().cloned());
-                    }
-                    if policy.reinvoke {
-                        invoked_reinvocable.insert(key);
-                    }
+                for param in params {
+                    invocations.push((policy, &binding.name, matched.clone(), param));
                 }
+            }
+        }
+        if invocations.is_empty() {
+            return Ok(out);
+        }
+        let namespace = namespace_value(attrs, ctx).await?;
+        let mut invoked_reinvocable: BTreeSet<String> = BTreeSet::new();
+        for (policy, binding, matched, param) in &invocations {
+            let key = invocation_key(&policy.name, binding, param);
+            if only.is_some_and(|only| !only.contains(&key)) {
+                continue;
+            }
+            let before = attrs.object.clone();
+            Invocation {
+                policy,
+                binding,
+                matched,
+                param,
+                namespace: namespace.clone(),
+            }
+            .run(attrs, &mut out.errors);
+            if attrs.object != before {
+                out.reinvoke.extend(invoked_reinvocable.iter().cloned());
+            }
+            if policy.reinvoke {
+                invoked_reinvocable.insert(key);
             }
         }
         Ok(out)
