@@ -3,7 +3,7 @@
 //! `mutatingadmissionpolicybindings` are changed by the policy's CEL
 //! mutations, as the generic apiserver's `admission/plugin/policy/mutating`
 //! dispatcher does. It shares the validating plugin's machinery (the parent
-//! module): matching (`matchConstraints`, then the binding's
+//! module): the snapshot of policies and bindings ([`super::source`]), matching (`matchConstraints`, then the binding's
 //! `matchResources`), params (`paramKind` / `paramRef`), the activation
 //! (`object`, `oldObject`, `request`, `params`, `namespaceObject`),
 //! `matchConditions` and `variables`.
@@ -34,17 +34,17 @@
 //!   (reason `Invalid` for evaluation errors, `Forbidden` for configuration
 //!   errors) and every error as a cause.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::super::matching::{self, Conditions, Matched, Target};
 use super::super::{Attributes, Context, Error, Operation, Plugin, async_trait};
+use super::source::{Compiled, Kinds, Snapshot, Source};
 use super::{
-    Activation, Expression, ParamSource, REFRESH, Variables, bind_variables, cel_type_name,
-    collect_params, namespace_value, param_source, resources_match,
+    Activation, Expression, ParamSource, Variables, bind_variables, cel_type_name, collect_params,
+    namespace_value, param_source, resources_match,
 };
 use apiforge_core::builtin::admissionregistration_v1::cel_mutation::{
     JSON_PATCH, MutationProgram, OBJECT, check_type_names, to_json, type_name,
@@ -154,20 +154,58 @@ struct Binding {
     match_resources: Option<MatchResources>,
 }
 
-/// A policy with the bindings that name it.
-struct Hook {
-    policy: Arc<Policy>,
-    bindings: Vec<Binding>,
+/// The mutating policy kinds for the [`Source`].
+struct Mutating;
+
+impl Kinds for Mutating {
+    type Raw = MutatingAdmissionPolicy;
+    type Policy = Policy;
+    type Binding = Binding;
+    const POLICIES: &'static str = "mutatingadmissionpolicies";
+    const BINDINGS: &'static str = "mutatingadmissionpolicybindings";
+
+    fn decode_policy(v: Value) -> Result<(String, String, Self::Raw), serde_json::Error> {
+        let p: MutatingAdmissionPolicy = serde_json::from_value(v)?;
+        Ok((
+            p.metadata.name.clone(),
+            p.metadata.resource_version.clone(),
+            p,
+        ))
+    }
+
+    fn compile(raw: Self::Raw, ctx: &Context) -> Policy {
+        Policy::new(raw, ctx)
+    }
+
+    fn decode_binding(v: Value) -> Result<(String, String, Binding), serde_json::Error> {
+        let b: MutatingAdmissionPolicyBinding = serde_json::from_value(v)?;
+        Ok((
+            b.spec.policy_name,
+            b.metadata.name.clone(),
+            Binding {
+                name: b.metadata.name,
+                param_ref: b.spec.param_ref,
+                match_resources: b.spec.match_resources,
+            },
+        ))
+    }
 }
 
-struct Snapshot {
-    taken: Option<Instant>,
-    hooks: Vec<Hook>,
-}
+impl Compiled for Policy {
+    fn name(&self) -> &str {
+        &self.name
+    }
 
-impl Snapshot {
-    fn fresh(&self) -> bool {
-        self.taken.is_some_and(|t| t.elapsed() < REFRESH)
+    fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+
+    fn params_unresolved(&self) -> bool {
+        matches!(self.params, Some(Err(_)))
+    }
+
+    fn handles_group(&self, group: &str) -> bool {
+        Policy::handles_group(self, group)
     }
 }
 
@@ -218,8 +256,7 @@ fn into_error(errors: Vec<PolicyError>, attrs: &Attributes) -> Option<Error> {
 
 /// The plugin.
 pub struct MutatingAdmissionPolicies {
-    snapshot: RwLock<Arc<Snapshot>>,
-    refreshing: tokio::sync::Mutex<()>,
+    source: Source<Mutating>,
 }
 
 impl Default for MutatingAdmissionPolicies {
@@ -239,95 +276,8 @@ impl MutatingAdmissionPolicies {
     /// The plugin, with nothing listed yet.
     pub fn new() -> Self {
         MutatingAdmissionPolicies {
-            snapshot: RwLock::new(Arc::new(Snapshot {
-                taken: None,
-                hooks: Vec::new(),
-            })),
-            refreshing: tokio::sync::Mutex::new(()),
+            source: Source::new(),
         }
-    }
-
-    fn current(&self) -> Arc<Snapshot> {
-        self.snapshot
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// The policies with their bindings, listed again when the snapshot is
-    /// older than [`REFRESH`] (as the validating plugin does).
-    async fn hooks(&self, ctx: &Context) -> Result<Arc<Snapshot>, Error> {
-        let snapshot = self.current();
-        if snapshot.fresh() {
-            return Ok(snapshot);
-        }
-        let _guard = self.refreshing.lock().await;
-        let previous = self.current();
-        if previous.fresh() {
-            return Ok(previous);
-        }
-        let lookup = ctx.lookup();
-        let group = matching::ADMISSION_GROUP;
-        let policies = lookup
-            .list(group, "v1", "mutatingadmissionpolicies", None)
-            .await?
-            .unwrap_or_default();
-        let bindings = lookup
-            .list(group, "v1", "mutatingadmissionpolicybindings", None)
-            .await?
-            .unwrap_or_default();
-        let known: HashMap<&str, &Arc<Policy>> = previous
-            .hooks
-            .iter()
-            .map(|h| (h.policy.name.as_str(), &h.policy))
-            .collect();
-        let mut by_policy: BTreeMap<String, Vec<Binding>> = BTreeMap::new();
-        for b in bindings {
-            match serde_json::from_value::<MutatingAdmissionPolicyBinding>(b) {
-                Ok(b) => by_policy
-                    .entry(b.spec.policy_name.clone())
-                    .or_default()
-                    .push(Binding {
-                        name: b.metadata.name,
-                        param_ref: b.spec.param_ref,
-                        match_resources: b.spec.match_resources,
-                    }),
-                Err(e) => {
-                    tracing::warn!(error = %e, "skipping an undecodable mutating admission policy binding");
-                }
-            }
-        }
-        let mut hooks = Vec::new();
-        for p in policies {
-            let p = match serde_json::from_value::<MutatingAdmissionPolicy>(p) {
-                Ok(p) => p,
-                Err(e) => {
-                    tracing::warn!(error = %e, "skipping an undecodable mutating admission policy");
-                    continue;
-                }
-            };
-            let Some(mut bindings) = by_policy.remove(&p.metadata.name) else {
-                continue;
-            };
-            bindings.sort_by(|a, b| a.name.cmp(&b.name));
-            let policy = match known.get(p.metadata.name.as_str()) {
-                Some(old)
-                    if old.resource_version == p.metadata.resource_version
-                        && !matches!(old.params, Some(Err(_))) =>
-                {
-                    Arc::clone(old)
-                }
-                _ => Arc::new(Policy::new(p, ctx)),
-            };
-            hooks.push(Hook { policy, bindings });
-        }
-        hooks.sort_by(|a, b| a.policy.name.cmp(&b.policy.name));
-        let fresh = Arc::new(Snapshot {
-            taken: Some(Instant::now()),
-            hooks,
-        });
-        *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = fresh.clone();
-        Ok(fresh)
     }
 
     /// One round: the invocations matching the request as it is when the
@@ -336,7 +286,7 @@ impl MutatingAdmissionPolicies {
     /// round to the invocations to run again.
     async fn round(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &Snapshot<Mutating>,
         attrs: &mut Attributes,
         ctx: &Context,
         only: Option<&BTreeSet<String>>,
@@ -659,15 +609,14 @@ impl Plugin for MutatingAdmissionPolicies {
     /// A request of a group no policy's constraints name pays nothing (a
     /// stale snapshot may match: it is refreshed when the plugin runs).
     fn handles_group(&self, group: &str) -> bool {
-        let snapshot = self.current();
-        !snapshot.fresh() || snapshot.hooks.iter().any(|h| h.policy.handles_group(group))
+        self.source.may_handle(group)
     }
 
     async fn admit(&self, attrs: &mut Attributes, ctx: &Context) -> Result<(), Error> {
         if matching::is_exempt(attrs) {
             return Ok(());
         }
-        let snapshot = self.hooks(ctx).await?;
+        let snapshot = self.source.hooks(ctx).await?;
         if snapshot.hooks.is_empty() {
             return Ok(());
         }
