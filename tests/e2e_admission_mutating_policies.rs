@@ -147,6 +147,45 @@ fn label<'a>(cm: &'a ConfigMap, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
+/// The sidecar policy of the "Mutating Admission Policy" documentation.
+const SIDECAR_POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: "sidecar-policy.example.com"
+spec:
+  paramKind:
+    kind: Sidecar
+    apiVersion: mutations.example.com/v1
+  matchConstraints:
+    resourceRules:
+    - apiGroups:   [""]
+      apiVersions: ["v1"]
+      operations:  ["CREATE"]
+      resources:   ["pods"]
+  matchConditions:
+    - name: does-not-already-have-sidecar
+      expression: "!object.spec.initContainers.exists(ic, ic.name == \"mesh-proxy\")"
+  failurePolicy: Fail
+  reinvocationPolicy: IfNeeded
+  mutations:
+    - patchType: "ApplyConfiguration"
+      applyConfiguration:
+        expression: >
+          Object{
+            spec: Object.spec{
+              initContainers: [
+                Object.spec.initContainers{
+                  name: "mesh-proxy",
+                  image: "mesh/proxy:v1.0.0",
+                  args: ["proxy", "sidecar"],
+                  restartPolicy: "Always"
+                }
+              ]
+            }
+          }
+"#;
+
 #[tokio::test]
 async fn policies_and_bindings_are_stored_defaulted_and_validated() {
     let server = Server::start().await;
@@ -237,8 +276,28 @@ async fn policies_and_bindings_are_stored_defaulted_and_validated() {
         .await
         .expect("binding");
 
-    // kubectl's columns are upstream's printers'.
+    // A spec change bumps the generation.
+    let mut changed = created.clone();
+    changed.data["spec"]["mutations"] =
+        apply("Object{metadata: Object.metadata{labels: {\"a\": \"c\"}}}");
+    let replaced = policies
+        .replace("demo", &PostParams::default(), &changed)
+        .await
+        .expect("replace");
+    assert_eq!(replaced.metadata.generation, Some(2));
+
+    // The documentation's sidecar example is accepted as written.
     let k = Kubectl::new(&server);
+    let dir = tempfile::tempdir().expect("tmp");
+    let sidecar = dir.path().join("sidecar.yaml");
+    std::fs::write(&sidecar, SIDECAR_POLICY).expect("write");
+    assert_eq!(
+        k.ok(&["apply", "-f", sidecar.to_str().expect("path")])
+            .trim(),
+        "mutatingadmissionpolicy.admissionregistration.k8s.io/sidecar-policy.example.com created"
+    );
+
+    // kubectl's columns are upstream's printers'.
     let out = k.ok(&["get", "mutatingadmissionpolicies"]);
     let header = out.lines().next().unwrap_or_default();
     assert!(
