@@ -722,3 +722,96 @@ async fn failure_policy() {
         "not mutated"
     );
 }
+
+/// The chain's reinvocation: a mutating webhook (which runs after the
+/// policies) changes the object, so the `IfNeeded` policy runs once more
+/// and sees the change; the `Never` one does not.
+#[tokio::test]
+async fn policies_are_reinvoked_after_a_mutating_webhook() {
+    use base64::Engine as _;
+    use common::webhook::Webhook;
+
+    let server = Server::start().await;
+    let client = server.client().await;
+    let hook = Webhook::start(
+        Arc::new(|review: &Value| {
+            let labels = &review["request"]["object"]["metadata"]["labels"];
+            let mut response = json!({"uid": review["request"]["uid"], "allowed": true});
+            if labels.get("webhook").is_none() {
+                let patch = json!([{"op": "add", "path": "/metadata/labels/webhook", "value": "yes"}]);
+                response["patchType"] = json!("JSONPatch");
+                response["patch"] = json!(
+                    base64::engine::general_purpose::STANDARD.encode(patch.to_string())
+                );
+            }
+            (
+                200,
+                json!({"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}),
+            )
+        }),
+        None,
+    )
+    .await;
+    // The webhook only sees configmaps labelled `opted-in`, which the
+    // policies create them with.
+    let configs: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &resource(
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+        ),
+    );
+    configs
+        .create(
+            &PostParams::default(),
+            &from(json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration", "metadata": {"name": "add-webhook-label"},
+                "webhooks": [{
+                    "name": "add.example.com",
+                    "clientConfig": {
+                        "url": format!("https://127.0.0.1:{}/", hook.port),
+                        "caBundle": base64::engine::general_purpose::STANDARD.encode(&hook.ca.cert_pem),
+                    },
+                    "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["configmaps"]}],
+                    "objectSelector": {"matchLabels": {"opted-in": "yes"}},
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                }],
+            })),
+        )
+        .await
+        .expect("webhook configuration");
+    let policies = policies(&client);
+    let bindings = bindings(&client);
+    let saw = r#"Object{metadata: Object.metadata{labels: {"LABEL": string("webhook" in object.metadata.labels)}}}"#;
+    for (name, extra) in [
+        (
+            "saw-webhook-if-needed",
+            json!({"reinvocationPolicy": "IfNeeded", "mutations": apply(&saw.replace("LABEL", "saw-webhook-again"))}),
+        ),
+        (
+            "saw-webhook-never",
+            json!({"mutations": apply(&saw.replace("LABEL", "saw-webhook-once"))}),
+        ),
+    ] {
+        policies
+            .create(&PostParams::default(), &configmap_policy(name, extra))
+            .await
+            .expect("policy");
+        bindings
+            .create(
+                &PostParams::default(),
+                &binding(&format!("{name}-binding"), json!({"policyName": name})),
+            )
+            .await
+            .expect("binding");
+    }
+    let created = created_until(&server, &client, "cm", json!({"opted-in": "yes"}), |cm| {
+        label(cm, "webhook").is_some() && label(cm, "saw-webhook-again").is_some()
+    })
+    .await;
+    assert_eq!(label(&created, "saw-webhook-again"), Some("true"));
+    assert_eq!(label(&created, "saw-webhook-once"), Some("false"));
+    assert!(hook.calls() > 0);
+}

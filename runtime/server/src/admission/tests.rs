@@ -106,6 +106,66 @@ async fn mutating_hooks_run_before_validating_ones_in_order() {
     );
 }
 
+/// A reinvocable plugin that records its reinvocations.
+struct Reinvocable(Arc<Mutex<Vec<String>>>);
+
+#[async_trait]
+impl Plugin for Reinvocable {
+    fn name(&self) -> &str {
+        "R"
+    }
+
+    fn reinvocable(&self) -> bool {
+        true
+    }
+
+    async fn reinvoke(&self, attrs: &mut Attributes, _: &Context) -> Result<(), Error> {
+        self.0.lock().unwrap().push("R.reinvoke".into());
+        if let Some(obj) = attrs.object.as_mut() {
+            obj["metadata"]["labels"]["R"] = json!("reinvoked");
+        }
+        Ok(())
+    }
+}
+
+/// A reinvocable plugin runs once more when a later plugin changed the
+/// object it admitted, and not otherwise.
+#[tokio::test]
+async fn reinvocable_plugins_run_again_after_later_changes() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = AdmissionRegistry::new();
+    reg.register(Reinvocable(log.clone()), true)
+        .register(recorder("B", &log), true);
+    let chain = Chain::new(reg.select(&[], &[]).unwrap(), Arc::new(NoLookup));
+    let mut attrs = Attributes {
+        operation: Some(Operation::Create),
+        object: Some(json!({"metadata": {"name": "x"}})),
+        ..Default::default()
+    };
+    chain.admit(&mut attrs).await.unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        strings(&["B.admit dry_run=false", "R.reinvoke"])
+    );
+    assert_eq!(
+        attrs.object.unwrap()["metadata"]["labels"],
+        json!({"B": "admitted", "R": "reinvoked"})
+    );
+
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = AdmissionRegistry::new();
+    reg.register(recorder("B", &log), true)
+        .register(Reinvocable(log.clone()), true);
+    let chain = Chain::new(reg.select(&[], &[]).unwrap(), Arc::new(NoLookup));
+    let mut attrs = Attributes {
+        operation: Some(Operation::Create),
+        object: Some(json!({"metadata": {"name": "x"}})),
+        ..Default::default()
+    };
+    chain.admit(&mut attrs).await.unwrap();
+    assert_eq!(*log.lock().unwrap(), strings(&["B.admit dry_run=false"]));
+}
+
 #[tokio::test]
 async fn first_rejection_wins_and_unhandled_operations_are_skipped() {
     let log = Arc::new(Mutex::new(Vec::new()));

@@ -25,8 +25,11 @@
 //!   upstream's `validatePatch` does.
 //! - **Reinvocation**: when a later invocation changed the object, the
 //!   earlier invocations of `reinvocationPolicy: IfNeeded` policies run
-//!   once more (within this plugin: a change by the mutating webhooks,
-//!   which run after it, does not reinvoke the policies).
+//!   once more; and when a later plugin (a mutating webhook) changed the
+//!   object, the chain reinvokes the plugin ([`Plugin::reinvoke`]): the
+//!   matching `IfNeeded` policies run once more. A change made then does
+//!   not reinvoke the webhooks (upstream's would reinvoke their `IfNeeded`
+//!   ones).
 //! - **Errors** are upstream's `PolicyError`s: `policy '<p>' with binding
 //!   '<b>' denied request: <why>` (`policy "<p>" denied request: ...` for a
 //!   policy-level configuration error), dropped under `failurePolicy:
@@ -265,6 +268,17 @@ impl Default for MutatingAdmissionPolicies {
     }
 }
 
+/// The invocations a round runs.
+#[derive(Clone, Copy)]
+enum Only<'a> {
+    /// Every matching one.
+    All,
+    /// Those of these keys ([`invocation_key`]).
+    Keys(&'a BTreeSet<String>),
+    /// Those of `reinvocationPolicy: IfNeeded` policies.
+    IfNeeded,
+}
+
 /// What one round decided: the invocations to run again, and the errors.
 #[derive(Default)]
 struct Round {
@@ -289,7 +303,7 @@ impl MutatingAdmissionPolicies {
         snapshot: &Snapshot<Mutating>,
         attrs: &mut Attributes,
         ctx: &Context,
-        only: Option<&BTreeSet<String>>,
+        only: Only<'_>,
     ) -> Result<Round, Error> {
         let mut out = Round::default();
         let mut invocations: Vec<(&Policy, &str, Matched, Value)> = Vec::new();
@@ -358,7 +372,12 @@ impl MutatingAdmissionPolicies {
         let mut invoked_reinvocable: BTreeSet<String> = BTreeSet::new();
         for (policy, binding, matched, param) in &invocations {
             let key = invocation_key(&policy.name, binding, param);
-            if only.is_some_and(|only| !only.contains(&key)) {
+            let run = match only {
+                Only::All => true,
+                Only::Keys(keys) => keys.contains(&key),
+                Only::IfNeeded => policy.reinvoke,
+            };
+            if !run {
                 continue;
             }
             let before = attrs.object.clone();
@@ -620,19 +639,44 @@ impl Plugin for MutatingAdmissionPolicies {
         if snapshot.hooks.is_empty() {
             return Ok(());
         }
-        let first = self.round(&snapshot, attrs, ctx, None).await?;
+        let first = self.round(&snapshot, attrs, ctx, Only::All).await?;
         if let Some(err) = into_error(first.errors, attrs) {
             return Err(err);
         }
         if !first.reinvoke.is_empty() {
             let again = self
-                .round(&snapshot, attrs, ctx, Some(&first.reinvoke))
+                .round(&snapshot, attrs, ctx, Only::Keys(&first.reinvoke))
                 .await?;
             if let Some(err) = into_error(again.errors, attrs) {
                 return Err(err);
             }
         }
         Ok(())
+    }
+
+    /// Asked after [`admit`](Plugin::admit): whether any policy is
+    /// `reinvocationPolicy: IfNeeded`.
+    fn reinvocable(&self) -> bool {
+        self.source
+            .current()
+            .hooks
+            .iter()
+            .any(|h| h.policy.reinvoke)
+    }
+
+    /// A later plugin (a mutating webhook) changed the object: the
+    /// matching `IfNeeded` policies run once more (upstream reinvokes the
+    /// ones it had invoked when the object changed since).
+    async fn reinvoke(&self, attrs: &mut Attributes, ctx: &Context) -> Result<(), Error> {
+        if matching::is_exempt(attrs) {
+            return Ok(());
+        }
+        let snapshot = self.source.hooks(ctx).await?;
+        let round = self.round(&snapshot, attrs, ctx, Only::IfNeeded).await?;
+        match into_error(round.errors, attrs) {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
     }
 }
 

@@ -85,7 +85,8 @@ impl<K: Kinds> Source<K> {
         }
     }
 
-    fn current(&self) -> Arc<Snapshot<K>> {
+    /// The snapshot as it is (possibly stale).
+    pub(super) fn current(&self) -> Arc<Snapshot<K>> {
         self.snapshot
             .read()
             .unwrap_or_else(|p| p.into_inner())
