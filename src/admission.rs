@@ -12,10 +12,10 @@ use clap::Args;
 /// The admission flags.
 #[derive(Clone, Debug, Default, Args)]
 pub(crate) struct AdmissionFlags {
-    /// Admission plugins that should be enabled in addition to default enabled ones (NamespaceLifecycle, BanFlunder, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook). Comma-delimited list of: NamespaceLifecycle, BanFlunder, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook. The order of plugins in this flag does not matter.
+    /// Admission plugins that should be enabled in addition to default enabled ones (NamespaceLifecycle, BanFlunder, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook). Comma-delimited list of: NamespaceLifecycle, BanFlunder, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook. The order of plugins in this flag does not matter.
     #[arg(long, value_delimiter = ',', help_heading = "Admission")]
     enable_admission_plugins: Vec<String>,
-    /// Admission plugins that should be disabled although they are in the default enabled plugins list (NamespaceLifecycle, BanFlunder, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook). Comma-delimited list of: NamespaceLifecycle, BanFlunder, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook. The order of plugins in this flag does not matter.
+    /// Admission plugins that should be disabled although they are in the default enabled plugins list (NamespaceLifecycle, BanFlunder, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook). Comma-delimited list of: NamespaceLifecycle, BanFlunder, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook. The order of plugins in this flag does not matter.
     #[arg(long, value_delimiter = ',', help_heading = "Admission")]
     disable_admission_plugins: Vec<String>,
     /// File with admission control configuration (an AdmissionConfiguration; the webhook plugins read their client credentials kubeconfig, kubeConfigFile, from it).
@@ -74,6 +74,7 @@ mod tests {
             [
                 "NamespaceLifecycle",
                 "BanFlunder",
+                "MutatingAdmissionPolicy",
                 "MutatingAdmissionWebhook",
                 "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook"
@@ -82,6 +83,7 @@ mod tests {
         let flags = AdmissionFlags {
             disable_admission_plugins: vec![
                 "BanFlunder".into(),
+                "MutatingAdmissionPolicy".into(),
                 "MutatingAdmissionWebhook".into(),
                 "ValidatingAdmissionPolicy".into(),
                 "ValidatingAdmissionWebhook".into(),

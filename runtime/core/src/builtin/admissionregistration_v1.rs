@@ -5,7 +5,8 @@
 //! `ValidateMutatingWebhookConfiguration` and
 //! `ValidateValidatingWebhookConfiguration`, see [`validation`]). Calling
 //! the webhooks is not done here. ValidatingAdmissionPolicy and its binding
-//! are in [`policy`].
+//! are in [`policy`], MutatingAdmissionPolicy and its binding in
+//! [`mutating_policy`].
 
 use std::collections::BTreeMap;
 
@@ -19,8 +20,15 @@ use crate::resource::Strategy;
 use crate::scheme::{Group, KindBuilder, Scheme};
 use crate::validation::ErrorList;
 
+pub mod cel_mutation;
+pub mod mutating_policy;
 pub mod policy;
 pub mod validation;
+
+pub use mutating_policy::{
+    ApplyConfiguration, JsonPatch, MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding,
+    MutatingAdmissionPolicyBindingSpec, MutatingAdmissionPolicySpec, Mutation,
+};
 
 pub use policy::{
     AuditAnnotation, MatchResources, NamedRuleWithOperations, ParamKind, ParamRef,
@@ -59,6 +67,16 @@ pub fn install(scheme: &mut Scheme) {
             .kind(
                 KindBuilder::<ValidatingAdmissionPolicyBinding>::new()
                     .version::<ValidatingAdmissionPolicyBinding>()
+                    .build(),
+            )
+            .kind(
+                KindBuilder::<MutatingAdmissionPolicy>::new()
+                    .version::<MutatingAdmissionPolicy>()
+                    .build(),
+            )
+            .kind(
+                KindBuilder::<MutatingAdmissionPolicyBinding>::new()
+                    .version::<MutatingAdmissionPolicyBinding>()
                     .build(),
             ),
     );

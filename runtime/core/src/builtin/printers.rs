@@ -138,35 +138,81 @@ pub static VALIDATING_ADMISSION_POLICY: TablePrinter = TablePrinter {
             .pointer("/spec/validations")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        let param_kind = match obj.pointer("/spec/paramKind") {
-            Some(pk) if !pk.is_null() => format!(
-                "{}/{}",
-                string_at(pk, &["apiVersion"]),
-                string_at(pk, &["kind"])
-            ),
-            _ => "<unset>".to_string(),
-        };
-        vec![name(obj), json!(count), json!(param_kind), age(obj)]
+        vec![name(obj), json!(count), json!(param_kind(obj)), age(obj)]
     },
 };
+
+/// MutatingAdmissionPolicy: NAME, MUTATIONS (how many), PARAMKIND, AGE.
+pub static MUTATING_ADMISSION_POLICY: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        PrinterColumn {
+            name: "Mutations",
+            type_: "integer",
+            json_path: "",
+            priority: 0,
+            description: "Mutation indicates the number of mutations rules defined in this configuration",
+            format: "",
+        },
+        column(
+            "ParamKind",
+            "ParamKind specifies the kind of resources used to parameterize this policy",
+        ),
+        AGE,
+    ],
+    cells: |obj| {
+        let count = obj
+            .pointer("/spec/mutations")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        vec![name(obj), json!(count), json!(param_kind(obj)), age(obj)]
+    },
+};
+
+/// A policy's `paramKind` as `<apiVersion>/<kind>`, or `<unset>`.
+fn param_kind(obj: &Value) -> String {
+    match obj.pointer("/spec/paramKind") {
+        Some(pk) if !pk.is_null() => format!(
+            "{}/{}",
+            string_at(pk, &["apiVersion"]),
+            string_at(pk, &["kind"])
+        ),
+        _ => "<unset>".to_string(),
+    }
+}
 
 /// ValidatingAdmissionPolicyBinding: NAME, POLICYNAME, PARAMREF
 /// (`<namespace>/<name>`, `*/<name>` without a namespace, the selector, or
 /// `<unset>`), AGE.
 pub static VALIDATING_ADMISSION_POLICY_BINDING: TablePrinter = TablePrinter {
-    columns: &[
-        NAME,
-        column(
-            "PolicyName",
-            "PolicyName indicates the policy definition which the policy binding binded to",
-        ),
-        column(
-            "ParamRef",
-            "ParamRef indicates the param resource which sets the configration param",
-        ),
-        AGE,
-    ],
-    cells: |obj| {
+    columns: BINDING_COLUMNS,
+    cells: binding_cells,
+};
+
+/// The columns of both policy bindings.
+const BINDING_COLUMNS: &[PrinterColumn] = &[
+    NAME,
+    column(
+        "PolicyName",
+        "PolicyName indicates the policy definition which the policy binding binded to",
+    ),
+    column(
+        "ParamRef",
+        "ParamRef indicates the param resource which sets the configration param",
+    ),
+    AGE,
+];
+
+/// MutatingAdmissionPolicyBinding: the columns of
+/// [`VALIDATING_ADMISSION_POLICY_BINDING`].
+pub static MUTATING_ADMISSION_POLICY_BINDING: TablePrinter = TablePrinter {
+    columns: BINDING_COLUMNS,
+    cells: binding_cells,
+};
+
+/// NAME, POLICYNAME, PARAMREF, AGE of a policy binding.
+fn binding_cells(obj: &Value) -> Vec<Value> {
+    {
         let param = match obj.pointer("/spec/paramRef") {
             Some(pr) if !pr.is_null() => {
                 let name = string_at(pr, &["name"]);
@@ -186,8 +232,8 @@ pub static VALIDATING_ADMISSION_POLICY_BINDING: TablePrinter = TablePrinter {
             json!(param),
             age(obj),
         ]
-    },
-};
+    }
+}
 
 /// `labels.Selector.String()` of a LabelSelector: `k=v`, `k in (a,b)`,
 /// `k notin (a,b)`, `k`, `!k`, sorted by key and comma separated.

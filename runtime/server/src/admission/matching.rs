@@ -18,9 +18,9 @@ use apiforge_core::meta::Status;
 /// The group of the admission configuration kinds.
 pub const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
 
-/// Requests for the webhook configurations and validating policies
-/// themselves never reach webhooks, so a broken webhook cannot lock its
-/// own configuration (`rules.IsExemptAdmissionConfigurationResource`).
+/// Requests for the webhook configurations and admission policies
+/// themselves never reach webhooks or policies, so a broken webhook cannot
+/// lock its own configuration (`rules.IsExemptAdmissionConfigurationResource`).
 pub fn is_exempt(attrs: &Attributes) -> bool {
     attrs.group == ADMISSION_GROUP
         && matches!(
@@ -29,6 +29,8 @@ pub fn is_exempt(attrs: &Attributes) -> bool {
                 | "MutatingWebhookConfiguration"
                 | "ValidatingAdmissionPolicy"
                 | "ValidatingAdmissionPolicyBinding"
+                | "MutatingAdmissionPolicy"
+                | "MutatingAdmissionPolicyBinding"
         )
 }
 

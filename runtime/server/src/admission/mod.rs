@@ -387,6 +387,21 @@ pub trait Plugin: Send + Sync + 'static {
     async fn validate(&self, _attrs: &Attributes, _ctx: &Context) -> Result<(), Error> {
         Ok(())
     }
+
+    /// Whether [`reinvoke`](Plugin::reinvoke) should run when a later
+    /// mutating plugin changed the object this one admitted (asked after
+    /// [`admit`](Plugin::admit); upstream's reinvocation of
+    /// `MutatingAdmissionPolicy` after the webhooks). Defaults to no.
+    fn reinvocable(&self) -> bool {
+        false
+    }
+
+    /// Runs once more, after the chain's mutating hooks, when a later
+    /// plugin changed the object (only for a [`reinvocable`](Plugin::reinvocable)
+    /// plugin).
+    async fn reinvoke(&self, _attrs: &mut Attributes, _ctx: &Context) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 /// The enabled plugins, in the order they run.
@@ -466,8 +481,8 @@ impl AdmissionRegistry {
 
     /// The runtime's built-in plugins, all on by default, in the generic
     /// apiserver's recommended order: `NamespaceLifecycle` first;
-    /// `MutatingAdmissionWebhook`, `ValidatingAdmissionPolicy` and
-    /// `ValidatingAdmissionWebhook` last,
+    /// `MutatingAdmissionPolicy`, `MutatingAdmissionWebhook`,
+    /// `ValidatingAdmissionPolicy` and `ValidatingAdmissionWebhook` last,
     /// after any plugin registered later (user groups' plugins), so
     /// webhooks see the object the built-in plugins admitted. `service`
     /// references of webhooks resolve with `resolver`.
@@ -486,6 +501,7 @@ impl AdmissionRegistry {
         let validating = admission.webhook_credentials(webhook::VALIDATING_PLUGIN)?;
         let mut r = Self::new();
         r.register(NamespaceLifecycle::new(), true);
+        r.register_last(Arc::new(policy::MutatingAdmissionPolicies::new()), true);
         r.register_last(
             Arc::new(webhook::MutatingWebhooks::new(resolver.clone()).with_credentials(mutating)),
             true,
@@ -650,12 +666,23 @@ impl Chain {
             .any(|p| p.handles(operation) && p.handles_group(group))
     }
 
-    /// Runs every mutating hook, in order; the first rejection wins.
+    /// Runs every mutating hook, in order; the first rejection wins. Then
+    /// each reinvocable plugin whose output a later plugin changed runs
+    /// once more ([`Plugin::reinvoke`]), as upstream's reinvoker does.
     pub async fn admit(&self, attrs: &mut Attributes) -> ApiResult<()> {
         let op = attrs.operation();
+        let mut outputs: Vec<(&Arc<dyn Plugin>, Option<Value>)> = Vec::new();
         for p in &self.plugins.0 {
             if p.handles(op) && p.handles_group(&attrs.group) {
                 p.admit(attrs, &self.ctx).await?;
+                if p.reinvocable() {
+                    outputs.push((p, attrs.object.clone()));
+                }
+            }
+        }
+        for (p, output) in outputs {
+            if attrs.object != output {
+                p.reinvoke(attrs, &self.ctx).await?;
             }
         }
         Ok(())

@@ -106,6 +106,66 @@ async fn mutating_hooks_run_before_validating_ones_in_order() {
     );
 }
 
+/// A reinvocable plugin that records its reinvocations.
+struct Reinvocable(Arc<Mutex<Vec<String>>>);
+
+#[async_trait]
+impl Plugin for Reinvocable {
+    fn name(&self) -> &str {
+        "R"
+    }
+
+    fn reinvocable(&self) -> bool {
+        true
+    }
+
+    async fn reinvoke(&self, attrs: &mut Attributes, _: &Context) -> Result<(), Error> {
+        self.0.lock().unwrap().push("R.reinvoke".into());
+        if let Some(obj) = attrs.object.as_mut() {
+            obj["metadata"]["labels"]["R"] = json!("reinvoked");
+        }
+        Ok(())
+    }
+}
+
+/// A reinvocable plugin runs once more when a later plugin changed the
+/// object it admitted, and not otherwise.
+#[tokio::test]
+async fn reinvocable_plugins_run_again_after_later_changes() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = AdmissionRegistry::new();
+    reg.register(Reinvocable(log.clone()), true)
+        .register(recorder("B", &log), true);
+    let chain = Chain::new(reg.select(&[], &[]).unwrap(), Arc::new(NoLookup));
+    let mut attrs = Attributes {
+        operation: Some(Operation::Create),
+        object: Some(json!({"metadata": {"name": "x"}})),
+        ..Default::default()
+    };
+    chain.admit(&mut attrs).await.unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        strings(&["B.admit dry_run=false", "R.reinvoke"])
+    );
+    assert_eq!(
+        attrs.object.unwrap()["metadata"]["labels"],
+        json!({"B": "admitted", "R": "reinvoked"})
+    );
+
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut reg = AdmissionRegistry::new();
+    reg.register(recorder("B", &log), true)
+        .register(Reinvocable(log.clone()), true);
+    let chain = Chain::new(reg.select(&[], &[]).unwrap(), Arc::new(NoLookup));
+    let mut attrs = Attributes {
+        operation: Some(Operation::Create),
+        object: Some(json!({"metadata": {"name": "x"}})),
+        ..Default::default()
+    };
+    chain.admit(&mut attrs).await.unwrap();
+    assert_eq!(*log.lock().unwrap(), strings(&["B.admit dry_run=false"]));
+}
+
 #[tokio::test]
 async fn first_rejection_wins_and_unhandled_operations_are_skipped() {
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -203,6 +263,7 @@ fn selection_follows_kube_apiserver_flags() {
             "NamespaceLifecycle",
             "Off",
             "On",
+            "MutatingAdmissionPolicy",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook"
@@ -213,6 +274,7 @@ fn selection_follows_kube_apiserver_flags() {
         [
             "NamespaceLifecycle",
             "On",
+            "MutatingAdmissionPolicy",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook"
@@ -226,6 +288,7 @@ fn selection_follows_kube_apiserver_flags() {
             "NamespaceLifecycle",
             "Off",
             "On",
+            "MutatingAdmissionPolicy",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook"
@@ -237,6 +300,7 @@ fn selection_follows_kube_apiserver_flags() {
             &strings(&[
                 "NamespaceLifecycle",
                 " ",
+                "MutatingAdmissionPolicy",
                 "MutatingAdmissionWebhook",
                 "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
@@ -248,7 +312,7 @@ fn selection_follows_kube_apiserver_flags() {
         reg.select(&strings(&["Nope"]), &[])
             .unwrap_err()
             .to_string(),
-        "enable-admission-plugins plugin \"Nope\" is unknown (known plugins: NamespaceLifecycle, Off, On, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)"
+        "enable-admission-plugins plugin \"Nope\" is unknown (known plugins: NamespaceLifecycle, Off, On, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)"
     );
     assert!(matches!(
         reg.select(&[], &strings(&["Nope"])),

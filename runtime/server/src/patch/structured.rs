@@ -482,6 +482,48 @@ fn compare_list(
     }
 }
 
+/// The paths (`.spec.items`, `.a[0].b`) of the atomic lists, maps and
+/// structs `value` sets, as upstream's MutatingAdmissionPolicy
+/// `findAtomics` finds them: a struct's declared fields are followed, a
+/// map's values are not (an apply configuration may not set an atomic
+/// value: it would drop the fields it leaves out).
+pub fn atomic_paths(value: &Value, node: &Node<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    atomics_at(value, node, &mut String::new(), &mut out);
+    out
+}
+
+fn atomics_at(value: &Value, node: &Node<'_>, path: &mut String, out: &mut Vec<String>) {
+    match (resolve(node, Some(value)), value) {
+        (Ty::Map { atomic }, Value::Object(fields)) => {
+            if atomic {
+                out.push(path.clone());
+            }
+            for (k, v) in fields {
+                if node.has_property(k) {
+                    let len = path.len();
+                    path.push('.');
+                    path.push_str(k);
+                    atomics_at(v, &child(node, k), path, out);
+                    path.truncate(len);
+                }
+            }
+        }
+        (Ty::List { items, list_type }, Value::Array(elements)) => {
+            if list_type == ListType::Atomic {
+                out.push(path.clone());
+            }
+            for (i, v) in elements.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                atomics_at(v, &items, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Merges a configuration (`rhs`) over a live object (`lhs`): leaves from
 /// `rhs` win, maps merge key by key, associative lists item by item (in
 /// the configuration's order where both have an item), atomic values are

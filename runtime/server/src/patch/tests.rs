@@ -610,3 +610,38 @@ fn field_validation_values() {
     );
     assert_eq!(FieldValidation::parse(Some("strict")), None);
 }
+
+/// `findAtomics` of MutatingAdmissionPolicy apply configurations: atomic
+/// lists (unannotated ones included), atomic maps and structs are found
+/// through declared fields and list items, not through a map's values.
+#[test]
+fn atomic_paths_of_an_apply_configuration() {
+    let root = json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+            "items": {"type": "array", "items": {"type": "string"}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                    "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
+                        "additionalProperties": {"type": "string"}},
+                }}},
+            "labels": {"type": "object", "additionalProperties": {
+                "type": "array", "items": {"type": "string"}}},
+        }},
+    }});
+    let schema = KindSchema::from_parts(root, serde_json::Map::new());
+    let node = schema.root();
+    assert_eq!(
+        structured::atomic_paths(
+            &json!({"spec": {"items": ["a"], "ports": [{"name": "p", "tags": ["t"], "selector": {"a": "b"}}],
+                "labels": {"x": ["y"]}, "undeclared": [1]}}),
+            &node
+        ),
+        [".spec.items", ".spec.ports[0].selector"]
+    );
+    assert!(
+        structured::atomic_paths(&json!({"spec": {"ports": [{"name": "p"}]}}), &node).is_empty()
+    );
+}

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeSet;
 
+use super::mutating_policy::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, Mutation};
 use super::policy::{
     MatchResources, NamedRuleWithOperations, ParamKind, ParamRef, ValidatingAdmissionPolicy,
-    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyStatus, Validation,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyStatus, Validation, Variable,
 };
 use super::{
     LabelSelector, MatchCondition, MutatingWebhook, MutatingWebhookConfiguration,
@@ -920,31 +921,7 @@ pub fn validate_policy(p: &ValidatingAdmissionPolicy, ignore_match_conditions: b
             &path.child("matchConditions"),
         ));
     }
-    let mut variable_names = BTreeSet::new();
-    for (i, v) in spec.variables.iter().enumerate() {
-        let p = path.child("variables").index(i);
-        if v.name.trim().is_empty() {
-            errs.push(FieldError::required(
-                p.child("name"),
-                "name is not specified",
-            ));
-        } else if !is_cel_identifier(&v.name) {
-            errs.push(FieldError::invalid(
-                p.child("name"),
-                v.name.as_str(),
-                "name is not a valid CEL identifier",
-            ));
-        }
-        if v.expression.trim().is_empty() {
-            errs.push(FieldError::required(
-                p.child("expression"),
-                "expression is not specified",
-            ));
-        } else {
-            compile_check(&mut errs, p.child("expression"), &v.expression);
-        }
-        variable_names.insert(v.name.as_str());
-    }
+    errs.extend(variables(&spec.variables, &path.child("variables")));
     if spec.validations.is_empty() && spec.audit_annotations.is_empty() {
         let msg = "validations or auditAnnotations must contain at least one item";
         errs.push(FieldError::required(path.child("validations"), msg));
@@ -995,6 +972,35 @@ pub fn validate_policy(p: &ValidatingAdmissionPolicy, ignore_match_conditions: b
         }
         if !keys.insert(a.key.as_str()) {
             errs.push(FieldError::duplicate(p.child("key"), a.key.as_str()));
+        }
+    }
+    errs
+}
+
+/// `validateVariable` of each of a policy's variables.
+fn variables(variables: &[Variable], path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::default();
+    for (i, v) in variables.iter().enumerate() {
+        let p = path.index(i);
+        if v.name.trim().is_empty() {
+            errs.push(FieldError::required(
+                p.child("name"),
+                "name is not specified",
+            ));
+        } else if !is_cel_identifier(&v.name) {
+            errs.push(FieldError::invalid(
+                p.child("name"),
+                v.name.as_str(),
+                "name is not a valid CEL identifier",
+            ));
+        }
+        if v.expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                p.child("expression"),
+                "expression is not specified",
+            ));
+        } else {
+            compile_check(&mut errs, p.child("expression"), &v.expression);
         }
     }
     errs
@@ -1296,6 +1302,200 @@ pub fn validate_policy_status(status: &ValidatingAdmissionPolicyStatus) -> Error
                 &STATUSES,
             ));
         }
+    }
+    errs
+}
+
+/// The operations a mutating policy's rules may name
+/// (`supportedMutatingOperations`: a delete has no object to mutate).
+const MUTATING_OPERATIONS: [&str; 4] = ["*", "CONNECT", "CREATE", "UPDATE"];
+/// `patchType` values.
+const PATCH_TYPES: [&str; 2] = ["ApplyConfiguration", "JSONPatch"];
+/// A mutating policy's `reinvocationPolicy` values, in upstream's order.
+const POLICY_REINVOCATION_POLICIES: [&str; 2] = ["Never", "IfNeeded"];
+
+/// The rules of `m` naming an operation a mutation cannot apply to, at
+/// `<path>.resourceRules.operations` (upstream's path has no index).
+fn mutable_operations(m: &MatchResources, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let ops = path.child("resourceRules").child("operations");
+    for rule in &m.resource_rules {
+        for op in &rule.operations {
+            if !MUTATING_OPERATIONS.contains(&op.as_str()) {
+                errs.push(FieldError::not_supported(
+                    &ops,
+                    op.as_str(),
+                    &MUTATING_OPERATIONS,
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// Compiles a mutation expression ([`super::cel_mutation`]):
+/// `compilation failed: ...` as [`compile_check`] words it.
+fn mutation_compile_check(errs: &mut ErrorList, path: FieldPath, expression: &str) {
+    if let Err(e) = super::cel_mutation::MutationProgram::compile(expression) {
+        errs.push(FieldError::invalid(
+            path,
+            expression,
+            format!("compilation failed: {e}"),
+        ));
+    }
+}
+
+/// `ValidateMutatingAdmissionPolicy` (`ignore_match_conditions` on an
+/// update that leaves them as they were).
+pub fn validate_mutating_policy(
+    p: &MutatingAdmissionPolicy,
+    ignore_match_conditions: bool,
+) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let name = &p.metadata.name;
+    if !name.is_empty() {
+        for msg in is_dns1123_subdomain(name) {
+            errs.push(FieldError::invalid("metadata.name", name.as_str(), msg));
+        }
+    }
+    let spec = &p.spec;
+    let path = FieldPath::new("spec");
+    match &spec.failure_policy {
+        None => errs.push(FieldError::required(path.child("failurePolicy"), "")),
+        Some(f) if !FAILURE_POLICIES.contains(&f.as_str()) => errs.push(FieldError::not_supported(
+            path.child("failurePolicy"),
+            f.as_str(),
+            &FAILURE_POLICIES,
+        )),
+        Some(_) => {}
+    }
+    if let Some(pk) = &spec.param_kind {
+        errs.extend(param_kind(pk, &path.child("paramKind")));
+    }
+    match &spec.match_constraints {
+        None => errs.push(FieldError::required(path.child("matchConstraints"), "")),
+        Some(m) => {
+            let mc = path.child("matchConstraints");
+            errs.extend(match_resources(m, &mc));
+            if m.resource_rules.is_empty() {
+                errs.push(FieldError::required(mc.child("resourceRules"), ""));
+            }
+            errs.extend(mutable_operations(m, &mc));
+        }
+    }
+    if !ignore_match_conditions {
+        errs.extend(match_conditions(
+            &spec.match_conditions,
+            &path.child("matchConditions"),
+        ));
+    }
+    errs.extend(variables(&spec.variables, &path.child("variables")));
+    if spec.mutations.is_empty() {
+        errs.push(FieldError::required(
+            path.child("mutations"),
+            "mutations must contain at least one item",
+        ));
+    }
+    for (i, m) in spec.mutations.iter().enumerate() {
+        errs.extend(mutation(m, &path.child("mutations").index(i)));
+    }
+    let reinvocation = path.child("reinvocationPolicy");
+    if spec.reinvocation_policy.is_empty() {
+        errs.push(FieldError::required(reinvocation, ""));
+    } else if !POLICY_REINVOCATION_POLICIES.contains(&spec.reinvocation_policy.as_str()) {
+        errs.push(FieldError::not_supported(
+            reinvocation,
+            spec.reinvocation_policy.as_str(),
+            &POLICY_REINVOCATION_POLICIES,
+        ));
+    }
+    errs
+}
+
+/// `validateMutation`: the `patchType` union and its expression.
+fn mutation(m: &Mutation, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let apply = path.child("applyConfiguration");
+    let json_patch = path.child("jsonPatch");
+    let expression = |errs: &mut ErrorList, path: FieldPath, expression: &str| {
+        if expression.trim().is_empty() {
+            errs.push(FieldError::required(path, ""));
+        } else {
+            mutation_compile_check(errs, path, expression.trim());
+        }
+    };
+    match m.patch_type.as_str() {
+        "" => errs.push(FieldError::required(path.child("patchType"), "")),
+        "JSONPatch" => {
+            match &m.json_patch {
+                None => errs.push(FieldError::required(
+                    &json_patch,
+                    "must be specified when patchType is JSONPatch",
+                )),
+                Some(p) => expression(&mut errs, json_patch.child("expression"), &p.expression),
+            }
+            if m.apply_configuration.is_some() {
+                errs.push(FieldError::invalid(
+                    &apply,
+                    "{applyConfiguration}",
+                    "must not be specified when patchType is JSONPatch",
+                ));
+            }
+        }
+        "ApplyConfiguration" => {
+            match &m.apply_configuration {
+                None => errs.push(FieldError::required(
+                    &apply,
+                    "must be specified when patchType is ApplyConfiguration",
+                )),
+                Some(a) => expression(&mut errs, apply.child("expression"), &a.expression),
+            }
+            if m.json_patch.is_some() {
+                errs.push(FieldError::invalid(
+                    &json_patch,
+                    "{jsonPatch}",
+                    "must not be specified when patchType is ApplyConfiguration",
+                ));
+            }
+        }
+        other => errs.push(FieldError::not_supported(
+            path.child("patchType"),
+            other,
+            &PATCH_TYPES,
+        )),
+    }
+    errs
+}
+
+/// `ValidateMutatingAdmissionPolicyBinding`.
+pub fn validate_mutating_binding(b: &MutatingAdmissionPolicyBinding) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let name = &b.metadata.name;
+    if !name.is_empty() {
+        for msg in is_dns1123_subdomain(name) {
+            errs.push(FieldError::invalid("metadata.name", name.as_str(), msg));
+        }
+    }
+    let spec = &b.spec;
+    let path = FieldPath::new("spec");
+    if spec.policy_name.is_empty() {
+        errs.push(FieldError::required(path.child("policyName"), ""));
+    } else {
+        for msg in is_dns1123_subdomain(&spec.policy_name) {
+            errs.push(FieldError::invalid(
+                path.child("policyName"),
+                spec.policy_name.as_str(),
+                msg,
+            ));
+        }
+    }
+    if let Some(pr) = &spec.param_ref {
+        errs.extend(param_ref(pr, &path.child("paramRef")));
+    }
+    if let Some(m) = &spec.match_resources {
+        let mr = path.child("matchResources");
+        errs.extend(match_resources(m, &mr));
+        errs.extend(mutable_operations(m, &mr));
     }
     errs
 }

@@ -28,8 +28,7 @@
 //!   `failurePolicy: Ignore` drops evaluation and configuration errors.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -41,12 +40,14 @@ use apiforge_core::builtin::admissionregistration_v1::{
 };
 use apiforge_core::meta::{StatusCause, StatusDetails};
 
+pub mod mutating;
+mod source;
 #[cfg(test)]
 mod tests;
 
-/// How old the snapshot of policies and bindings may get before it is
-/// listed again.
-pub const REFRESH: Duration = Duration::from_millis(200);
+pub use mutating::MutatingAdmissionPolicies;
+pub use source::REFRESH;
+use source::{Compiled, Kinds, Source};
 
 /// The plugin's name.
 pub const PLUGIN: &str = "ValidatingAdmissionPolicy";
@@ -253,27 +254,65 @@ struct Binding {
     actions: Vec<String>,
 }
 
-/// A policy with the bindings that name it.
-struct Hook {
-    policy: Arc<Policy>,
-    bindings: Vec<Binding>,
+/// The validating policy kinds for the [`Source`].
+struct Validating;
+
+impl Kinds for Validating {
+    type Raw = ValidatingAdmissionPolicy;
+    type Policy = Policy;
+    type Binding = Binding;
+    const POLICIES: &'static str = "validatingadmissionpolicies";
+    const BINDINGS: &'static str = "validatingadmissionpolicybindings";
+
+    fn decode_policy(v: Value) -> Result<(String, String, Self::Raw), serde_json::Error> {
+        let p: ValidatingAdmissionPolicy = serde_json::from_value(v)?;
+        Ok((
+            p.metadata.name.clone(),
+            p.metadata.resource_version.clone(),
+            p,
+        ))
+    }
+
+    fn compile(raw: Self::Raw, ctx: &Context) -> Policy {
+        Policy::new(raw, ctx)
+    }
+
+    fn decode_binding(v: Value) -> Result<(String, String, Binding), serde_json::Error> {
+        let b: ValidatingAdmissionPolicyBinding = serde_json::from_value(v)?;
+        Ok((
+            b.spec.policy_name,
+            b.metadata.name.clone(),
+            Binding {
+                name: b.metadata.name,
+                param_ref: b.spec.param_ref,
+                match_resources: b.spec.match_resources,
+                actions: b.spec.validation_actions,
+            },
+        ))
+    }
 }
 
-struct Snapshot {
-    taken: Option<Instant>,
-    hooks: Vec<Hook>,
-}
+impl Compiled for Policy {
+    fn name(&self) -> &str {
+        &self.name
+    }
 
-impl Snapshot {
-    fn fresh(&self) -> bool {
-        self.taken.is_some_and(|t| t.elapsed() < REFRESH)
+    fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+
+    fn params_unresolved(&self) -> bool {
+        matches!(self.params, Some(Err(_)))
+    }
+
+    fn handles_group(&self, group: &str) -> bool {
+        Policy::handles_group(self, group)
     }
 }
 
 /// The plugin.
 pub struct ValidatingAdmissionPolicies {
-    snapshot: RwLock<Arc<Snapshot>>,
-    refreshing: tokio::sync::Mutex<()>,
+    source: Source<Validating>,
 }
 
 impl Default for ValidatingAdmissionPolicies {
@@ -286,96 +325,8 @@ impl ValidatingAdmissionPolicies {
     /// The plugin, with nothing listed yet.
     pub fn new() -> Self {
         ValidatingAdmissionPolicies {
-            snapshot: RwLock::new(Arc::new(Snapshot {
-                taken: None,
-                hooks: Vec::new(),
-            })),
-            refreshing: tokio::sync::Mutex::new(()),
+            source: Source::new(),
         }
-    }
-
-    fn current(&self) -> Arc<Snapshot> {
-        self.snapshot
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    async fn hooks(&self, ctx: &Context) -> Result<Arc<Snapshot>, Error> {
-        let snapshot = self.current();
-        if snapshot.fresh() {
-            return Ok(snapshot);
-        }
-        let _guard = self.refreshing.lock().await;
-        let previous = self.current();
-        if previous.fresh() {
-            return Ok(previous);
-        }
-        let lookup = ctx.lookup();
-        let group = matching::ADMISSION_GROUP;
-        let policies = lookup
-            .list(group, "v1", "validatingadmissionpolicies", None)
-            .await?
-            .unwrap_or_default();
-        let bindings = lookup
-            .list(group, "v1", "validatingadmissionpolicybindings", None)
-            .await?
-            .unwrap_or_default();
-        let known: HashMap<&str, &Arc<Policy>> = previous
-            .hooks
-            .iter()
-            .map(|h| (h.policy.name.as_str(), &h.policy))
-            .collect();
-        let mut by_policy: BTreeMap<String, Vec<Binding>> = BTreeMap::new();
-        for b in bindings {
-            match serde_json::from_value::<ValidatingAdmissionPolicyBinding>(b) {
-                Ok(b) => by_policy
-                    .entry(b.spec.policy_name.clone())
-                    .or_default()
-                    .push(Binding {
-                        name: b.metadata.name,
-                        param_ref: b.spec.param_ref,
-                        match_resources: b.spec.match_resources,
-                        actions: b.spec.validation_actions,
-                    }),
-                Err(e) => {
-                    tracing::warn!(error = %e, "skipping an undecodable validating admission policy binding");
-                }
-            }
-        }
-        let mut hooks = Vec::new();
-        for p in policies {
-            let p = match serde_json::from_value::<ValidatingAdmissionPolicy>(p) {
-                Ok(p) => p,
-                Err(e) => {
-                    tracing::warn!(error = %e, "skipping an undecodable validating admission policy");
-                    continue;
-                }
-            };
-            let Some(mut bindings) = by_policy.remove(&p.metadata.name) else {
-                continue;
-            };
-            bindings.sort_by(|a, b| a.name.cmp(&b.name));
-            // A policy whose params are unresolved is compiled again: its
-            // param kind may be served by now.
-            let policy = match known.get(p.metadata.name.as_str()) {
-                Some(old)
-                    if old.resource_version == p.metadata.resource_version
-                        && !matches!(old.params, Some(Err(_))) =>
-                {
-                    Arc::clone(old)
-                }
-                _ => Arc::new(Policy::new(p, ctx)),
-            };
-            hooks.push(Hook { policy, bindings });
-        }
-        hooks.sort_by(|a, b| a.policy.name.cmp(&b.policy.name));
-        let fresh = Arc::new(Snapshot {
-            taken: Some(Instant::now()),
-            hooks,
-        });
-        *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = fresh.clone();
-        Ok(fresh)
     }
 }
 
@@ -526,6 +477,38 @@ fn cel_type_name(v: &cel::Value) -> &'static str {
     }
 }
 
+/// Evaluates a policy's `variables` in order into `ctx` (as
+/// `variables.<name>`), each seeing the earlier ones; one that fails is
+/// absent, and an expression using it fails with its error.
+fn bind_variables(variables: &[(String, Expression)], ctx: &mut cel::Context<'_, '_>) -> Variables {
+    let mut values: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
+    let mut vars = Variables::default();
+    for (name, expression) in variables {
+        ctx.add_variable_from_value("variables", cel::Value::Map(values.clone().into()));
+        match expression.eval(ctx) {
+            Ok(v) => {
+                values.insert(cel::objects::Key::from(name.as_str()), v);
+            }
+            Err(failure) => {
+                let why = match failure {
+                    EvalFailure::Compile(e) => {
+                        format!("composited variable {name:?} fails to compile: {e}")
+                    }
+                    EvalFailure::Execute(e) => {
+                        let e = vars
+                            .failure_in(&expression.source)
+                            .map_or(e, str::to_string);
+                        format!("composited variable {name:?} fails to evaluate: {e}")
+                    }
+                };
+                vars.failed.push((name.clone(), why));
+            }
+        }
+    }
+    ctx.add_variable_from_value("variables", cel::Value::Map(values.into()));
+    vars
+}
+
 /// Evaluates `policy` for one param (`validator.Validate`).
 fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Outcome {
     let on_error = |message: String| {
@@ -549,33 +532,7 @@ fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Ou
             };
         }
     }
-    // Variables in order, each seeing the earlier ones; one that fails
-    // is absent, and an expression using it fails with its error.
-    let mut values: HashMap<cel::objects::Key, cel::Value> = HashMap::new();
-    let mut vars = Variables::default();
-    for (name, expression) in &policy.variables {
-        ctx.add_variable_from_value("variables", cel::Value::Map(values.clone().into()));
-        match expression.eval(&ctx) {
-            Ok(v) => {
-                values.insert(cel::objects::Key::from(name.as_str()), v);
-            }
-            Err(failure) => {
-                let why = match failure {
-                    EvalFailure::Compile(e) => {
-                        format!("composited variable {name:?} fails to compile: {e}")
-                    }
-                    EvalFailure::Execute(e) => {
-                        let e = vars
-                            .failure_in(&expression.source)
-                            .map_or(e, str::to_string);
-                        format!("composited variable {name:?} fails to evaluate: {e}")
-                    }
-                };
-                vars.failed.push((name.clone(), why));
-            }
-        }
-    }
-    ctx.add_variable_from_value("variables", cel::Value::Map(values.into()));
+    let vars = bind_variables(&policy.variables, &mut ctx);
     let mut outcome = Outcome::default();
     for v in &policy.validations {
         let decision = match vars.run(&v.expression, &ctx) {
@@ -768,7 +725,7 @@ impl Collector {
 
 impl ValidatingAdmissionPolicies {
     async fn dispatch(&self, attrs: &Attributes, ctx: &Context) -> Result<(), Error> {
-        let snapshot = self.hooks(ctx).await?;
+        let snapshot = self.source.hooks(ctx).await?;
         let mut denials: Vec<Denial> = Vec::new();
         let mut namespace: Option<cel::Value> = None;
         // The activation of each version the request is evaluated in, built
@@ -855,7 +812,7 @@ impl ValidatingAdmissionPolicies {
                     let ns_value = match &namespace {
                         Some(v) => v.clone(),
                         None => {
-                            let v = self.namespace_value(attrs, ctx).await?;
+                            let v = namespace_value(attrs, ctx).await?;
                             namespace = Some(v.clone());
                             v
                         }
@@ -935,21 +892,17 @@ impl ValidatingAdmissionPolicies {
             None => Ok(()),
         }
     }
+}
 
-    /// The `namespaceObject` variable: the request's namespace (null for
-    /// cluster-scoped requests and for namespaces themselves).
-    async fn namespace_value(
-        &self,
-        attrs: &Attributes,
-        ctx: &Context,
-    ) -> Result<cel::Value, Error> {
-        let is_namespace = attrs.group.is_empty() && attrs.kind == "Namespace";
-        if attrs.namespace.is_empty() || is_namespace {
-            return Ok(cel::Value::Null);
-        }
-        let ns = matching::namespace(ctx, &attrs.namespace).await?;
-        Ok(apiforge_core::cel::to_cel(&namespace_object(&ns)))
+/// The `namespaceObject` variable: the request's namespace (null for
+/// cluster-scoped requests and for namespaces themselves).
+async fn namespace_value(attrs: &Attributes, ctx: &Context) -> Result<cel::Value, Error> {
+    let is_namespace = attrs.group.is_empty() && attrs.kind == "Namespace";
+    if attrs.namespace.is_empty() || is_namespace {
+        return Ok(cel::Value::Null);
     }
+    let ns = matching::namespace(ctx, &attrs.namespace).await?;
+    Ok(apiforge_core::cel::to_cel(&namespace_object(&ns)))
 }
 
 #[async_trait]
@@ -965,8 +918,7 @@ impl Plugin for ValidatingAdmissionPolicies {
     /// A request of a group no policy's constraints name pays nothing (a
     /// stale snapshot may match: it is refreshed when the plugin runs).
     fn handles_group(&self, group: &str) -> bool {
-        let snapshot = self.current();
-        !snapshot.fresh() || snapshot.hooks.iter().any(|h| h.policy.handles_group(group))
+        self.source.may_handle(group)
     }
 
     async fn validate(&self, attrs: &Attributes, ctx: &Context) -> Result<(), Error> {
