@@ -634,3 +634,132 @@ async fn invalid_apiservices_are_refused_with_upstreams_messages() {
         "APIService.apiregistration.k8s.io \"v1.wrong.example.com\" is invalid: [metadata.name: Invalid value: \"v1.wrong.example.com\": must be `spec.version+\".\"+spec.group`: \"v1.example.com\", spec.groupPriorityMinimum: Invalid value: 0: must be positive and less than 20000, spec.insecureSkipTLSVerify: Invalid value: true: local APIServices may not have insecureSkipTLSVerify]"
     );
 }
+
+/// The whole deployment as a platform team runs it: B delegates
+/// authentication and authorization to A (a user of A with
+/// `system:auth-delegator` and `extension-apiserver-authentication-reader`),
+/// reads the front-proxy CA from A's `extension-apiserver-authentication`
+/// ConfigMap, and A's RBAC decides what a user may do on B.
+#[tokio::test]
+async fn users_rights_in_the_aggregator_decide_on_the_backend() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let certs = certs(tmp.path());
+    let tokens = common::auth::token_file(
+        tmp.path(),
+        &[
+            "bob-token,bob,1001",
+            "alice-token,alice,1002",
+            "server-b-token,server-b,1003",
+        ],
+    );
+    let a = start_a(
+        &tmp.path().join("a"),
+        &certs,
+        &[
+            "--token-auth-file",
+            tokens.to_str().expect("path"),
+            "--requestheader-client-ca-file",
+            certs.front_proxy_ca.to_str().expect("path"),
+            "--requestheader-allowed-names=front-proxy-client",
+        ],
+    )
+    .await;
+    let admin = client_of(&a).await;
+    // B's user in A and its two bindings; bob may work with flunders in
+    // `demo`, alice nowhere.
+    for binding in [
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "server-b:auth-delegator"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "server-b"}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "server-b:auth-reader", "namespace": "kube-system"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "extension-apiserver-authentication-reader"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "server-b"}]}),
+    ] {
+        apply(&admin, binding).await;
+    }
+    namespace(&admin, "demo").await;
+    apply(
+        &admin,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "flunder-editor", "namespace": "demo"},
+            "rules": [{"apiGroups": ["wardle.example.com"], "resources": ["flunders"], "verbs": ["*"]}]}),
+    )
+    .await;
+    apply(
+        &admin,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "bob-flunders", "namespace": "demo"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "flunder-editor"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}),
+    )
+    .await;
+    // B's kubeconfig for A: A's admin kubeconfig with server-b's token.
+    let admin_kubeconfig = std::fs::read_to_string(a.kubeconfig()).expect("kubeconfig");
+    let admin_token = common::auth::admin_token(&a);
+    let b_kubeconfig = tmp.path().join("server-b.kubeconfig");
+    std::fs::write(
+        &b_kubeconfig,
+        admin_kubeconfig.replace(&admin_token, "server-b-token"),
+    )
+    .expect("write kubeconfig");
+    let b_port = common::free_port();
+    let b = Server::start_in(
+        &tmp.path().join("b"),
+        b_port,
+        &[
+            "--tls-cert-file",
+            certs.serving.0.to_str().expect("path"),
+            "--tls-private-key-file",
+            certs.serving.1.to_str().expect("path"),
+            "--authentication-kubeconfig",
+            b_kubeconfig.to_str().expect("path"),
+            "--authorization-kubeconfig",
+            b_kubeconfig.to_str().expect("path"),
+        ],
+    )
+    .await;
+    namespace(&client_of(&b).await, "demo").await;
+    namespace(&admin, "wardle-system").await;
+    apply(&admin, external_name_service()).await;
+    apply(&admin, api_service(b_port, &certs.serving_ca.cert_pem)).await;
+    wait_available(&admin, "v1beta1.wardle.example.com", "available", |c| {
+        c["status"] == "True"
+    })
+    .await;
+
+    let bob = common::auth::client_with(&a, &common::auth::Credential::token("bob-token")).await;
+    let created = flunders(bob.clone(), "demo")
+        .create(&PostParams::default(), &flunder("bobs"))
+        .await
+        .expect("bob may create flunders in demo");
+    assert_eq!(created.metadata.name.as_deref(), Some("bobs"));
+
+    let alice =
+        common::auth::client_with(&a, &common::auth::Credential::token("alice-token")).await;
+    let err = flunders(alice, "demo")
+        .list(&Default::default())
+        .await
+        .expect_err("alice has no binding in A");
+    let kube::Error::Api(status) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(status.code, 403);
+    assert!(
+        status.message.starts_with(
+            "flunders.wardle.example.com is forbidden: User \"alice\" cannot list resource \"flunders\" in API group \"wardle.example.com\" in the namespace \"demo\""
+        ),
+        "{}",
+        status.message
+    );
+    // A's own authorization was not what refused her: A passes the request
+    // on (the backend decides, as upstream).
+    let (code, _) = get(
+        &bob,
+        "/apis/wardle.example.com/v1beta1/namespaces/demo/flunders",
+    )
+    .await;
+    assert_eq!(code, 200);
+    drop(b);
+}
