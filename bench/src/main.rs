@@ -9,6 +9,7 @@
 //! when something could not run.
 
 mod admission;
+mod aggregator;
 mod apply;
 mod client;
 mod custom_resources;

@@ -88,6 +88,16 @@ impl Apiforge {
         data_dir: &Path,
         backend: &Backend,
     ) -> anyhow::Result<Apiforge> {
+        Self::start_with(binary, data_dir, backend, &[]).await
+    }
+
+    /// [`Apiforge::start`] with `extra` flags.
+    pub(crate) async fn start_with(
+        binary: &Path,
+        data_dir: &Path,
+        backend: &Backend,
+        extra: &[String],
+    ) -> anyhow::Result<Apiforge> {
         std::fs::create_dir_all(data_dir)?;
         let port = free_port()?;
         let log = data_dir.with_extension(format!("{port}.log"));
@@ -103,6 +113,7 @@ impl Apiforge {
             cmd.arg("--etcd-servers").arg(urls);
         }
         cmd.args(SERVER_ARGS.get().into_iter().flatten());
+        cmd.args(extra);
         let started = Instant::now();
         let child = cmd
             .stdin(Stdio::null())

@@ -54,6 +54,9 @@ pub(crate) enum Name {
     /// Creates with 0 and 1 validating/mutating admission webhooks on
     /// loopback: added latency per call, throughput and CPU.
     Admission,
+    /// GET through the aggregator's proxy vs GET served by the backend
+    /// directly.
+    Aggregator,
 }
 
 impl Name {
@@ -72,6 +75,7 @@ impl Name {
             Name::Gc,
             Name::Crd,
             Name::Admission,
+            Name::Aggregator,
         ]
     }
 
@@ -89,6 +93,7 @@ impl Name {
             Name::Gc => "gc",
             Name::Crd => "crd",
             Name::Admission => "admission",
+            Name::Aggregator => "aggregator",
         }
     }
 }
@@ -149,6 +154,12 @@ pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figu
         record(
             Name::Admission.label(),
             crate::admission::admission(settings).await,
+        );
+    }
+    if has(Name::Aggregator) {
+        record(
+            Name::Aggregator.label(),
+            crate::aggregator::aggregator(settings).await,
         );
     }
     (figures, failures)
@@ -247,7 +258,7 @@ fn check(name: &str, r: &LoadResult) -> anyhow::Result<()> {
 
 /// Figures of repeated runs: rate, bytes/s, p50, p99, max, errors.
 #[derive(Default)]
-struct Runs {
+pub(crate) struct Runs {
     rate: Vec<f64>,
     byte_rate: Vec<f64>,
     p50: Vec<f64>,
@@ -268,11 +279,11 @@ impl Runs {
         self.max.push(r.max_ms());
         self.errors += r.errors;
     }
-    fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         median(&self.rate)
     }
     /// Median server CPU per request (µs); NaN when not measured.
-    fn cpu_us(&self) -> f64 {
+    pub(crate) fn cpu_us(&self) -> f64 {
         if self.cpu_us.is_empty() {
             f64::NAN
         } else {
@@ -282,10 +293,10 @@ impl Runs {
     fn mbps(&self) -> f64 {
         median(&self.byte_rate) / MIB
     }
-    fn p50(&self) -> f64 {
+    pub(crate) fn p50(&self) -> f64 {
         median(&self.p50)
     }
-    fn p99(&self) -> f64 {
+    pub(crate) fn p99(&self) -> f64 {
         median(&self.p99)
     }
     fn max(&self) -> f64 {
@@ -308,7 +319,7 @@ async fn compare<O: Op>(
 
 /// [`compare`], also reading the CPU time of the process serving `a` (its
 /// pid, when given) around each of its measured runs.
-async fn compare_measured<O: Op>(
+pub(crate) async fn compare_measured<O: Op>(
     settings: &Settings,
     label: &str,
     conns: usize,
@@ -362,8 +373,8 @@ async fn compare_measured<O: Op>(
 }
 
 /// GET of a fixed path; the response must be 2xx.
-struct GetOp {
-    path: String,
+pub(crate) struct GetOp {
+    pub(crate) path: String,
 }
 
 impl Op for GetOp {
