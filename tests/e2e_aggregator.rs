@@ -320,6 +320,18 @@ async fn a_group_served_by_another_server_is_reached_through_the_aggregator() {
     }
     let index = eventually_code(&client, "/openapi/v3", 200).await;
     assert!(index.contains("apis/wardle.example.com/v1beta1"), "{index}");
+    let (code, v3) = get(&client, "/openapi/v3/apis/wardle.example.com/v1beta1").await;
+    assert_eq!(code, 200);
+    assert!(
+        v3.contains("io.k8s.sample-apiserver.pkg.apis.wardle.v1beta1.Flunder"),
+        "{v3}"
+    );
+    let (code, v2) = get(&client, "/openapi/v2").await;
+    assert_eq!(code, 200);
+    assert!(
+        v2.contains("/apis/wardle.example.com/v1beta1/namespaces/{namespace}/flunders"),
+        "the backend's paths are in A's OpenAPI v2"
+    );
     let (code, resources) = get(&client, "/apis/wardle.example.com/v1beta1").await;
     assert_eq!(code, 200);
     assert!(resources.contains("\"flunders\""), "{resources}");
@@ -753,13 +765,102 @@ async fn users_rights_in_the_aggregator_decide_on_the_backend() {
         "{}",
         status.message
     );
-    // A's own authorization was not what refused her: A passes the request
-    // on (the backend decides, as upstream).
-    let (code, _) = get(
-        &bob,
-        "/apis/wardle.example.com/v1beta1/namespaces/demo/flunders",
+    // A authorizes proxied requests as any other (upstream's handler chain
+    // does), so she is refused there; on B directly, B asks A (TokenReview,
+    // then SubjectAccessReview) and refuses her too.
+    let alice_on_b =
+        common::auth::client_with(&b, &common::auth::Credential::token("alice-token")).await;
+    let err = flunders(alice_on_b, "demo")
+        .list(&Default::default())
+        .await
+        .expect_err("B asks A");
+    let kube::Error::Api(status) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(status.code, 403);
+    assert!(
+        status.message.starts_with(
+            "flunders.wardle.example.com is forbidden: User \"alice\" cannot list resource \"flunders\" in API group \"wardle.example.com\" in the namespace \"demo\""
+        ),
+        "{}",
+        status.message
+    );
+    // bob directly on B: B's delegated authorization allows him.
+    let bob_on_b =
+        common::auth::client_with(&b, &common::auth::Credential::token("bob-token")).await;
+    let listed = flunders(bob_on_b, "demo")
+        .list(&Default::default())
+        .await
+        .expect("bob on B");
+    assert_eq!(listed.items.len(), 1);
+    drop(b);
+}
+
+/// A CustomResourceDefinition's group versions get local APIServices
+/// (crdregistration), managed continuously: they go with the definition.
+#[tokio::test]
+async fn custom_resource_group_versions_get_local_apiservices() {
+    let a = Server::start().await;
+    let client = client_of(&a).await;
+    apply(
+        &client,
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.stable.example.com"},
+            "spec": {
+                "group": "stable.example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                    {"name": "v1beta1", "served": true, "storage": false,
+                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                ],
+            },
+        }),
     )
     .await;
-    assert_eq!(code, 200);
-    drop(b);
+    for name in ["v1.stable.example.com", "v1beta1.stable.example.com"] {
+        let cond = wait_available(&client, name, "local", |c| c["status"] == "True").await;
+        assert_eq!(cond["reason"], "Local");
+        let obj = api_services(&client).get(name).await.expect("apiservice");
+        assert_eq!(
+            obj.metadata.labels.unwrap_or_default()["kube-aggregator.kubernetes.io/automanaged"],
+            "true"
+        );
+    }
+    let obj = serde_json::to_value(
+        api_services(&client)
+            .get("v1.stable.example.com")
+            .await
+            .expect("apiservice"),
+    )
+    .expect("json");
+    assert_eq!(obj["spec"]["groupPriorityMinimum"], 1000);
+    assert_eq!(obj["spec"]["versionPriority"], 100);
+    Api::<DynamicObject>::all_with(
+        client.clone(),
+        &dynamic(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+        ),
+    )
+    .delete("widgets.stable.example.com", &DeleteParams::default())
+    .await
+    .expect("delete definition");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while api_services(&client)
+        .get_opt("v1.stable.example.com")
+        .await
+        .expect("get")
+        .is_some()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the APIService did not go with its definition"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

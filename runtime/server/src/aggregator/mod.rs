@@ -89,6 +89,11 @@ pub struct Backend {
     /// What the transport was built from (a transport is kept while it is
     /// the same, and with it its connection).
     transport_key: String,
+    /// The cluster-IP or external-name resolution, once made (the table is
+    /// rebuilt, and this forgotten, after every change of Services and
+    /// endpoints; endpoint routing resolves each request anew, picking an
+    /// endpoint at random).
+    resolved: std::sync::Mutex<Option<ResolvedService>>,
 }
 
 /// The remote APIServices by group and version.
@@ -248,22 +253,34 @@ impl Aggregator {
             });
         };
         if self.options.enable_aggregator_routing {
-            service_resolver::resolve_service(
+            return service_resolver::resolve_service(
                 lookup.as_ref(),
                 &backend.namespace,
                 &backend.service,
                 backend.port,
             )
-            .await
-        } else {
-            service_resolver::resolve_cluster(
-                lookup.as_ref(),
-                &backend.namespace,
-                &backend.service,
-                backend.port,
-            )
-            .await
+            .await;
         }
+        if let Some(known) = backend
+            .resolved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+        {
+            return Ok(known);
+        }
+        let resolved = service_resolver::resolve_cluster(
+            lookup.as_ref(),
+            &backend.namespace,
+            &backend.service,
+            backend.port,
+        )
+        .await?;
+        *backend
+            .resolved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(resolved.clone());
+        Ok(resolved)
     }
 
     /// The group versions this server serves itself changed (start-up, a
@@ -397,6 +414,7 @@ impl Aggregator {
                 transport,
                 check_transport,
                 transport_key,
+                resolved: std::sync::Mutex::new(None),
             };
             table
                 .by_group

@@ -50,6 +50,52 @@ pub struct Transport {
     /// `<service>.<namespace>.svc`.
     server_name: rustls_pki_types::ServerName<'static>,
     h2: tokio::sync::Mutex<Option<hyper::client::conn::http2::SendRequest<Body>>>,
+    /// Idle HTTP/1.1 connections (a backend that does not offer `h2`).
+    idle: Arc<std::sync::Mutex<Vec<H1Sender>>>,
+}
+
+type H1Sender = hyper::client::conn::http1::SendRequest<Body>;
+
+/// Idle HTTP/1.1 connections kept per backend.
+const IDLE_H1: usize = 32;
+
+/// A response body on a pooled HTTP/1.1 connection: the connection goes
+/// back to the pool once the body has been read to its end (dropped
+/// before, the connection closes).
+struct Pooled {
+    inner: hyper::body::Incoming,
+    slot: Option<(H1Sender, Arc<std::sync::Mutex<Vec<H1Sender>>>)>,
+}
+
+impl hyper::body::Body for Pooled {
+    type Data = bytes::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        if let std::task::Poll::Ready(None) = &polled
+            && let Some((sender, idle)) = self.slot.take()
+        {
+            let mut idle = idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if idle.len() < IDLE_H1 && !sender.is_closed() {
+                idle.push(sender);
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A connection to a backend, by the protocol it agreed on.
@@ -79,6 +125,7 @@ impl Transport {
             tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
             server_name,
             h2: tokio::sync::Mutex::new(None),
+            idle: Arc::default(),
         })
     }
 
@@ -121,15 +168,18 @@ impl Transport {
         }
     }
 
-    /// Sends `req` (its URI already the backend's) to `host_port`, over the
-    /// shared HTTP/2 connection when there is one.
+    /// Sends `req` (its URI already the backend's) to `host_port`: over the
+    /// shared HTTP/2 connection when the backend speaks it, else over an
+    /// idle HTTP/1.1 connection or a new one; an upgrade over a connection
+    /// of its own.
     async fn send(
         &self,
         host_port: &str,
         req: http::Request<Body>,
         upgrade: bool,
-    ) -> Result<http::Response<hyper::body::Incoming>, String> {
-        if !upgrade {
+    ) -> Result<http::Response<Body>, String> {
+        let h1_only = upgrade || prefer_h1();
+        if !h1_only {
             let shared = {
                 let mut h2 = self.h2.lock().await;
                 match h2.as_ref() {
@@ -141,30 +191,81 @@ impl Transport {
                                 *h2 = Some(sender.clone());
                                 Some(sender)
                             }
-                            Connection::H1(sender) => return send_h1(sender, req).await,
+                            Connection::H1(sender) => {
+                                return self.send_h1(sender, req, true).await;
+                            }
                         }
                     }
                 }
             };
             if let Some(mut sender) = shared {
                 sender.ready().await.map_err(|e| e.to_string())?;
-                return sender.send_request(req).await.map_err(|e| e.to_string());
+                let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+                return Ok(resp.map(Body::new));
+            }
+        }
+        if !upgrade {
+            let idle = {
+                let mut idle = self
+                    .idle
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut found = None;
+                while let Some(sender) = idle.pop() {
+                    if sender.is_ready() {
+                        found = Some(sender);
+                        break;
+                    }
+                }
+                found
+            };
+            if let Some(sender) = idle {
+                return self.send_h1(sender, req, true).await;
             }
         }
         match self.connect(host_port, true).await? {
-            Connection::H1(sender) => send_h1(sender, req).await,
+            Connection::H1(sender) => self.send_h1(sender, req, !upgrade).await,
             Connection::H2(mut sender) => {
                 sender.ready().await.map_err(|e| e.to_string())?;
-                sender.send_request(req).await.map_err(|e| e.to_string())
+                let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+                Ok(resp.map(Body::new))
             }
         }
     }
+
+    /// Sends `req` on an HTTP/1.1 connection; with `pool`, the connection
+    /// goes back to the idle ones after the response.
+    async fn send_h1(
+        &self,
+        sender: H1Sender,
+        req: http::Request<Body>,
+        pool: bool,
+    ) -> Result<http::Response<Body>, String> {
+        let (sender, mut resp) = send_h1(sender, req).await?;
+        if pool && resp.status() != StatusCode::SWITCHING_PROTOCOLS {
+            let slot = Some((sender, self.idle.clone()));
+            return Ok(resp.map(|inner| Body::new(Pooled { inner, slot })));
+        }
+        let upgrade = resp.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();
+        let mut resp = resp.map(Body::new);
+        if let Some(upgrade) = upgrade {
+            resp.extensions_mut().insert(upgrade);
+        }
+        Ok(resp)
+    }
+}
+
+/// Whether to speak HTTP/1.1 to backends even when they offer `h2`
+/// (measuring only: `APIFORGE_AGGREGATOR_H1=1`).
+fn prefer_h1() -> bool {
+    static H1: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *H1.get_or_init(|| std::env::var_os("APIFORGE_AGGREGATOR_H1").is_some())
 }
 
 async fn send_h1(
-    mut sender: hyper::client::conn::http1::SendRequest<Body>,
+    mut sender: H1Sender,
     mut req: http::Request<Body>,
-) -> Result<http::Response<hyper::body::Incoming>, String> {
+) -> Result<(H1Sender, http::Response<hyper::body::Incoming>), String> {
     // HTTP/1.1 wants the path alone, the authority in `Host`.
     let authority = req.uri().authority().map(|a| a.to_string());
     if let Some(authority) = authority {
@@ -180,7 +281,8 @@ async fn send_h1(
         }
     }
     sender.ready().await.map_err(|e| e.to_string())?;
-    sender.send_request(req).await.map_err(|e| e.to_string())
+    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    Ok((sender, resp))
 }
 
 /// Go's wording of a dial error (`connect: connection refused`).
@@ -357,8 +459,8 @@ pub async fn forward(
         sending.await?
     };
     if upgrade && resp.status() == StatusCode::SWITCHING_PROTOCOLS {
-        let backend = hyper::upgrade::on(&mut resp);
-        if let Some(client) = client_upgrade {
+        let backend = resp.extensions_mut().remove::<hyper::upgrade::OnUpgrade>();
+        if let (Some(client), Some(backend)) = (client_upgrade, backend) {
             tokio::spawn(async move {
                 let (Ok(client), Ok(backend)) = (client.await, backend.await) else {
                     return;
@@ -375,7 +477,7 @@ pub async fn forward(
     for name in HOP_BY_HOP {
         parts.headers.remove(name);
     }
-    Ok(Response::from_parts(parts, Body::new(body)))
+    Ok(Response::from_parts(parts, body))
 }
 
 #[cfg(test)]
