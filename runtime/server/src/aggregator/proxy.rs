@@ -7,7 +7,8 @@
 //!
 //! One HTTP/2 connection per backend carries every request when the
 //! backend offers `h2` (apiforge and Go servers do); a backend that only
-//! speaks HTTP/1.1 gets a connection per request. An upgrade request always
+//! speaks HTTP/1.1 gets pooled connections (one per concurrent request,
+//! back to the pool once its response was read). An upgrade request always
 //! gets its own HTTP/1.1 connection.
 
 use std::sync::Arc;
@@ -178,57 +179,47 @@ impl Transport {
         req: http::Request<Body>,
         upgrade: bool,
     ) -> Result<http::Response<Body>, String> {
-        let h1_only = upgrade || prefer_h1();
-        if !h1_only {
-            let shared = {
-                let mut h2 = self.h2.lock().await;
-                match h2.as_ref() {
-                    Some(sender) if !sender.is_closed() => Some(sender.clone()),
-                    _ => {
-                        *h2 = None;
-                        match self.connect(host_port, false).await? {
-                            Connection::H2(sender) => {
-                                *h2 = Some(sender.clone());
-                                Some(sender)
-                            }
-                            Connection::H1(sender) => {
-                                return self.send_h1(sender, req, true).await;
-                            }
-                        }
-                    }
-                }
+        if upgrade {
+            return match self.connect(host_port, true).await? {
+                Connection::H1(sender) => self.send_h1(sender, req, false).await,
+                Connection::H2(sender) => send_h2(sender, req).await,
             };
-            if let Some(mut sender) = shared {
-                sender.ready().await.map_err(|e| e.to_string())?;
-                let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-                return Ok(resp.map(Body::new));
-            }
         }
-        if !upgrade {
-            let idle = {
-                let mut idle = self
-                    .idle
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let mut found = None;
-                while let Some(sender) = idle.pop() {
-                    if sender.is_ready() {
-                        found = Some(sender);
-                        break;
+        // A backend that speaks HTTP/1.1 only has idle connections here.
+        if let Some(sender) = self.idle_h1().await {
+            return self.send_h1(sender, req, true).await;
+        }
+        let connection = {
+            let mut shared = self.h2.lock().await;
+            match shared.as_ref() {
+                Some(sender) if !sender.is_closed() => Connection::H2(sender.clone()),
+                _ => {
+                    *shared = None;
+                    let connection = self.connect(host_port, false).await?;
+                    if let Connection::H2(sender) = &connection {
+                        *shared = Some(sender.clone());
                     }
+                    connection
                 }
-                found
-            };
-            if let Some(sender) = idle {
-                return self.send_h1(sender, req, true).await;
             }
+        };
+        match connection {
+            Connection::H2(sender) => send_h2(sender, req).await,
+            Connection::H1(sender) => self.send_h1(sender, req, true).await,
         }
-        match self.connect(host_port, true).await? {
-            Connection::H1(sender) => self.send_h1(sender, req, !upgrade).await,
-            Connection::H2(mut sender) => {
-                sender.ready().await.map_err(|e| e.to_string())?;
-                let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-                Ok(resp.map(Body::new))
+    }
+
+    /// An idle HTTP/1.1 connection that is still open, once it finished its
+    /// previous exchange.
+    async fn idle_h1(&self) -> Option<H1Sender> {
+        loop {
+            let mut sender = self
+                .idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop()?;
+            if !sender.is_closed() && sender.ready().await.is_ok() {
+                return Some(sender);
             }
         }
     }
@@ -255,11 +246,14 @@ impl Transport {
     }
 }
 
-/// Whether to speak HTTP/1.1 to backends even when they offer `h2`
-/// (measuring only: `APIFORGE_AGGREGATOR_H1=1`).
-fn prefer_h1() -> bool {
-    static H1: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *H1.get_or_init(|| std::env::var_os("APIFORGE_AGGREGATOR_H1").is_some())
+/// Sends `req` on a shared HTTP/2 connection.
+async fn send_h2(
+    mut sender: hyper::client::conn::http2::SendRequest<Body>,
+    req: http::Request<Body>,
+) -> Result<http::Response<Body>, String> {
+    sender.ready().await.map_err(|e| e.to_string())?;
+    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    Ok(resp.map(Body::new))
 }
 
 async fn send_h1(
