@@ -258,7 +258,7 @@ fn check(name: &str, r: &LoadResult) -> anyhow::Result<()> {
 
 /// Figures of repeated runs: rate, bytes/s, p50, p99, max, errors.
 #[derive(Default)]
-pub(crate) struct Runs {
+struct Runs {
     rate: Vec<f64>,
     byte_rate: Vec<f64>,
     p50: Vec<f64>,
@@ -279,11 +279,11 @@ impl Runs {
         self.max.push(r.max_ms());
         self.errors += r.errors;
     }
-    pub(crate) fn rate(&self) -> f64 {
+    fn rate(&self) -> f64 {
         median(&self.rate)
     }
     /// Median server CPU per request (µs); NaN when not measured.
-    pub(crate) fn cpu_us(&self) -> f64 {
+    fn cpu_us(&self) -> f64 {
         if self.cpu_us.is_empty() {
             f64::NAN
         } else {
@@ -293,10 +293,10 @@ impl Runs {
     fn mbps(&self) -> f64 {
         median(&self.byte_rate) / MIB
     }
-    pub(crate) fn p50(&self) -> f64 {
+    fn p50(&self) -> f64 {
         median(&self.p50)
     }
-    pub(crate) fn p99(&self) -> f64 {
+    fn p99(&self) -> f64 {
         median(&self.p99)
     }
     fn max(&self) -> f64 {
@@ -319,7 +319,7 @@ async fn compare<O: Op>(
 
 /// [`compare`], also reading the CPU time of the process serving `a` (its
 /// pid, when given) around each of its measured runs.
-pub(crate) async fn compare_measured<O: Op>(
+async fn compare_measured<O: Op>(
     settings: &Settings,
     label: &str,
     conns: usize,
@@ -373,8 +373,8 @@ pub(crate) async fn compare_measured<O: Op>(
 }
 
 /// GET of a fixed path; the response must be 2xx.
-pub(crate) struct GetOp {
-    pub(crate) path: String,
+struct GetOp {
+    path: String,
 }
 
 impl Op for GetOp {

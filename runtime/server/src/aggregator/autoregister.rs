@@ -75,15 +75,27 @@ fn desired(local: &LocalVersion) -> APIService {
     api
 }
 
+/// The start-up sync (as upstream's `autoregister-completion` readiness
+/// check, the server is ready once its local APIServices exist): the local
+/// group versions known now.
+pub async fn sync_once(aggregator: &Aggregator, store: &Store) -> Result<(), String> {
+    let versions = aggregator.local.borrow().clone();
+    if versions.is_empty() {
+        return Ok(());
+    }
+    sync(store, &versions, true).await
+}
+
 /// Runs until `stop` turns true: syncs at every change of the local group
 /// versions and every 30 s (an APIService deleted by a user comes back).
+/// `first`: whether the start-up sync is still to be made.
 pub async fn run(
     aggregator: Arc<Aggregator>,
     store: Store,
+    mut first: bool,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut local = aggregator.local.subscribe();
-    let mut first = true;
     loop {
         let versions = local.borrow_and_update().clone();
         if !versions.is_empty() {

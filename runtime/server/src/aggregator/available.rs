@@ -73,6 +73,19 @@ pub async fn run(
     }
 }
 
+/// Writes the `Available` condition of every local APIService (the
+/// start-up pass: the server is ready once they are settled; remote ones
+/// are checked by [`run`]).
+pub async fn settle_local(aggregator: &Aggregator, store: &Store) -> Result<(), String> {
+    for api in list_all(store).await? {
+        if api.spec.service.is_none() {
+            let verdict = check(aggregator, &api).await;
+            write(store, &api, verdict).await;
+        }
+    }
+    Ok(())
+}
+
 /// The verdict on `api` now.
 async fn check(aggregator: &Aggregator, api: &APIService) -> Verdict {
     let Some(service) = &api.spec.service else {

@@ -297,7 +297,9 @@ impl Aggregator {
 
     /// Starts the aggregator's controllers over `stores` until `stop` turns
     /// true: the table of APIServices (kept current from the watch cache),
-    /// autoregistration, availability and the backends' documents.
+    /// autoregistration, availability and the backends' documents. Returns
+    /// once the local APIServices of the group versions given to
+    /// [`Aggregator::set_local`] exist and are available.
     pub async fn start(
         self: Arc<Self>,
         stores: &Stores,
@@ -346,9 +348,20 @@ impl Aggregator {
             })
             .await;
         });
+        // Ready once the local APIServices exist and are available (as
+        // upstream's `autoregister-completion` check); remote ones are
+        // checked in the background.
+        let synced = autoregister::sync_once(&self, &api_services).await;
+        if let Err(e) = &synced {
+            tracing::warn!(error = %e, "local apiservices not synced at start-up");
+        }
+        if let Err(e) = available::settle_local(&self, &api_services).await {
+            tracing::warn!(error = %e, "local apiservices' availability not written at start-up");
+        }
         tokio::spawn(autoregister::run(
             self.clone(),
             api_services.clone(),
+            synced.is_err(),
             stop.clone(),
         ));
         tokio::spawn(available::run(self.clone(), api_services, stop.clone()));

@@ -293,12 +293,12 @@ pub async fn run(
                 // availability, and the backends' documents.
                 ctx.server
                     .aggregator()
+                    .set_local(ctx.server.local_versions());
+                ctx.server
+                    .aggregator()
                     .clone()
                     .start(ctx.server.stores(), crd_stop_rx.clone())
                     .await?;
-                ctx.server
-                    .aggregator()
-                    .set_local(ctx.server.local_versions());
                 tokio::spawn(
                     ctx.server
                         .clone()
