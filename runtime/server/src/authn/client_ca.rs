@@ -12,6 +12,21 @@ use rustls_pki_types::pem::PemObject;
 /// How often a CA file is checked for changes when used.
 pub const RELOAD_INTERVAL: Duration = Duration::from_secs(2);
 
+/// How long a successful verification of a chain is remembered (a
+/// connection's certificate is checked again on every request: a front
+/// proxy's requests would otherwise each pay a signature check).
+const VERIFIED_TTL: Duration = Duration::from_secs(10);
+
+/// Chains remembered at most (the memory is emptied when full).
+const VERIFIED_MAX: usize = 1024;
+
+/// Successful verifications: chain digest → the CAs it verified against
+/// (kept alive, so a reloaded CA file never matches an old entry) and when.
+type Verified = std::collections::HashMap<
+    [u8; 32],
+    (Arc<dyn rustls::server::danger::ClientCertVerifier>, Instant),
+>;
+
 /// Why a CA file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -55,6 +70,7 @@ pub fn client_verifier(
             contents,
             inner,
         }),
+        verified: Mutex::default(),
     }))
 }
 
@@ -80,6 +96,7 @@ pub fn optional_client_verifier(
             contents,
             inner,
         }),
+        verified: Mutex::default(),
     })
 }
 
@@ -114,6 +131,9 @@ struct VerifierState {
 struct ReloadingClientVerifier {
     path: PathBuf,
     state: Mutex<VerifierState>,
+    /// Chains that verified recently (for up to [`VERIFIED_TTL`], against
+    /// the CAs of the time; a reload starts over).
+    verified: Mutex<Verified>,
 }
 
 impl std::fmt::Debug for ReloadingClientVerifier {
@@ -162,9 +182,28 @@ impl rustls::server::danger::ClientCertVerifier for ReloadingClientVerifier {
         intermediates: &[CertificateDer<'_>],
         now: rustls_pki_types::UnixTime,
     ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
-        self.inner()
-            .ok_or_else(no_ca)?
-            .verify_client_cert(end_entity, intermediates, now)
+        use sha2::{Digest, Sha256};
+        let inner = self.inner().ok_or_else(no_ca)?;
+        let mut digest = Sha256::new();
+        for cert in std::iter::once(end_entity).chain(intermediates) {
+            digest.update((cert.len() as u64).to_be_bytes());
+            digest.update(cert.as_ref());
+        }
+        let key: [u8; 32] = digest.finalize().into();
+        let lock = || self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((ca, at)) = lock().get(&key)
+            && Arc::ptr_eq(ca, &inner)
+            && at.elapsed() < VERIFIED_TTL
+        {
+            return Ok(rustls::server::danger::ClientCertVerified::assertion());
+        }
+        let verified = inner.verify_client_cert(end_entity, intermediates, now)?;
+        let mut memory = lock();
+        if memory.len() >= VERIFIED_MAX {
+            memory.clear();
+        }
+        memory.insert(key, (inner, Instant::now()));
+        Ok(verified)
     }
 
     fn verify_tls12_signature(
@@ -202,4 +241,47 @@ impl rustls::server::danger::ClientCertVerifier for ReloadingClientVerifier {
 /// The error of verifying against a CA file that holds no CA.
 fn no_ca() -> rustls::Error {
     rustls::Error::General("no client CA".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+
+    /// A CA (PEM) and a client certificate (DER) it signed.
+    fn ca_and_client(name: &str) -> (String, CertificateDer<'static>) {
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let ca = params.self_signed(&key).expect("ca");
+        let issuer = Issuer::new(params, key);
+        let client_key = KeyPair::generate().expect("key");
+        let mut client = CertificateParams::new(Vec::<String>::new()).expect("params");
+        client.distinguished_name.push(DnType::CommonName, "user");
+        client.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = client.signed_by(&client_key, &issuer).expect("client");
+        (ca.pem(), cert.der().clone())
+    }
+
+    /// A remembered verification does not outlive the CAs it was made
+    /// against: once the file holds another CA, the same certificate fails.
+    #[test]
+    fn remembered_verifications_follow_a_reloaded_ca_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ca.crt");
+        let (ca1, cert1) = ca_and_client("one");
+        let (ca2, _) = ca_and_client("two");
+        std::fs::write(&path, &ca1).expect("write");
+        let verifier = client_verifier(&path).expect("verifier");
+        let now = rustls_pki_types::UnixTime::now();
+        assert!(verifier.verify_client_cert(&cert1, &[], now).is_ok());
+        assert!(
+            verifier.verify_client_cert(&cert1, &[], now).is_ok(),
+            "remembered"
+        );
+        std::fs::write(&path, &ca2).expect("write");
+        std::thread::sleep(RELOAD_INTERVAL + Duration::from_millis(100));
+        assert!(verifier.verify_client_cert(&cert1, &[], now).is_err());
+    }
 }
