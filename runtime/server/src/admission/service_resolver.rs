@@ -264,7 +264,9 @@ fn from_slices(slices: &[EndpointSlice], service_port: &ServicePort) -> Vec<Stri
 
 /// The EndpointSlices labelled with the Service's name (`None` when the
 /// resource is not served).
-async fn slices_of(
+/// The EndpointSlices labelled as the Service `namespace`/`name`'s
+/// (`None` when EndpointSlices are not served).
+pub(crate) async fn slices_of(
     lookup: &dyn Lookup,
     namespace: &str,
     name: &str,
@@ -287,7 +289,8 @@ async fn slices_of(
         .map(Some)
 }
 
-async fn get<T: DeserializeOwned>(
+/// One object, typed (`None` when it does not exist).
+pub(crate) async fn get<T: DeserializeOwned>(
     lookup: &dyn Lookup,
     group: &str,
     version: &str,

@@ -24,10 +24,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::{Aggregator, Backend, list_all};
-use crate::registry::{ListParams, Store};
+use crate::admission::service_resolver::{self, ResolveError};
+use crate::registry::Store;
 use apiforge_core::builtin::apiregistration_v1::{APIService, APIServiceCondition, AVAILABLE};
 use apiforge_core::builtin::core_v1::{Endpoints, Service, TYPE_CLUSTER_IP};
-use apiforge_core::builtin::discovery_v1::{EndpointSlice, LABEL_SERVICE_NAME};
+use apiforge_core::builtin::discovery_v1::EndpointSlice;
 
 /// How often every APIService is checked.
 const RESYNC: Duration = Duration::from_secs(30);
@@ -97,26 +98,29 @@ async fn check(aggregator: &Aggregator, api: &APIService) -> Verdict {
     };
     let (ns, name) = (service.namespace.as_str(), service.name.as_str());
     let port = service.port.unwrap_or(443);
-    let Some((stores, _)) = aggregator.stores() else {
+    let Some(lookup) = aggregator.lookup() else {
         return ("Unknown", "ServiceAccessError", "not started".into());
     };
-    let svc = match read::<Service>(&stores, "", "services", ns, name).await {
-        Ok(Some(svc)) => svc,
-        Ok(None) => {
-            return (
-                "False",
-                "ServiceNotFound",
-                format!("service/{name} in {ns:?} is not present"),
-            );
-        }
-        Err(e) => {
-            return (
-                "Unknown",
-                "ServiceAccessError",
-                format!("service/{name} in {ns:?} cannot be checked due to: {e}"),
-            );
-        }
-    };
+    let svc =
+        match service_resolver::get::<Service>(lookup.as_ref(), "", "v1", "services", ns, name)
+            .await
+        {
+            Ok(Some(svc)) => svc,
+            Ok(None) => {
+                return (
+                    "False",
+                    "ServiceNotFound",
+                    format!("service/{name} in {ns:?} is not present"),
+                );
+            }
+            Err(e) => {
+                return (
+                    "Unknown",
+                    "ServiceAccessError",
+                    format!("service/{name} in {ns:?} cannot be checked due to: {e}"),
+                );
+            }
+        };
     if svc.spec.type_ == TYPE_CLUSTER_IP {
         let Some(port_name) = svc
             .spec
@@ -131,7 +135,7 @@ async fn check(aggregator: &Aggregator, api: &APIService) -> Verdict {
                 format!("service/{name} in {ns:?} is not listening on port {port}"),
             );
         };
-        match endpoint_slices(&stores, ns, name).await {
+        match endpoint_slices(lookup.as_ref(), ns, name).await {
             Err(e) => {
                 return (
                     "Unknown",
@@ -234,32 +238,19 @@ fn has_available_endpoint(slice: &EndpointSlice, port_name: &str) -> bool {
 /// The Service's EndpointSlices; without any, its Endpoints as slices
 /// (there is no mirroring controller here).
 async fn endpoint_slices(
-    stores: &crate::registry::Stores,
+    lookup: &dyn crate::admission::Lookup,
     ns: &str,
     name: &str,
-) -> Result<Vec<EndpointSlice>, String> {
-    let mut slices = Vec::new();
-    if let Some((store, _)) = stores.get("discovery.k8s.io", "v1", "endpointslices") {
-        let params = ListParams {
-            resource_version: Some(0),
-            labels: crate::registry::LabelSelector::parse(&format!("{LABEL_SERVICE_NAME}={name}"))
-                .map_err(|e| e.to_string())?,
-            ..ListParams::default()
-        };
-        let page = store
-            .list(Some(ns), &params)
-            .await
-            .map_err(|e| e.to_string())?;
-        slices.extend(
-            page.items
-                .into_iter()
-                .filter_map(|v| serde_json::from_value::<EndpointSlice>(v).ok()),
-        );
-    }
+) -> Result<Vec<EndpointSlice>, ResolveError> {
+    let slices = service_resolver::slices_of(lookup, ns, name)
+        .await?
+        .unwrap_or_default();
     if !slices.is_empty() {
         return Ok(slices);
     }
-    let Some(endpoints) = read::<Endpoints>(stores, "", "endpoints", ns, name).await? else {
+    let Some(endpoints) =
+        service_resolver::get::<Endpoints>(lookup, "", "v1", "endpoints", ns, name).await?
+    else {
         return Ok(slices);
     };
     Ok(endpoints
@@ -286,26 +277,6 @@ async fn endpoint_slices(
             ..Default::default()
         })
         .collect())
-}
-
-/// One object of a core-group resource, typed (`None` when absent).
-async fn read<T: serde::de::DeserializeOwned>(
-    stores: &crate::registry::Stores,
-    group: &str,
-    resource: &str,
-    ns: &str,
-    name: &str,
-) -> Result<Option<T>, String> {
-    let Some((store, _)) = stores.get(group, "v1", resource) else {
-        return Ok(None);
-    };
-    match store.get(ns, name, None).await {
-        Ok(v) => serde_json::from_value(v)
-            .map(Some)
-            .map_err(|e| e.to_string()),
-        Err(e) if e.code() == 404 => Ok(None),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 /// Writes the verdict into the APIService's `Available` condition when it

@@ -125,7 +125,8 @@ pub struct Aggregator {
     options: Options,
     client_cert: Option<(Vec<u8>, Vec<u8>)>,
     table: RwLock<Arc<Table>>,
-    stores: RwLock<Option<(Stores, Arc<StoreLookup>)>>,
+    /// Reads Services and endpoints (set by [`Aggregator::start`]).
+    lookup: RwLock<Option<Arc<StoreLookup>>>,
     /// Asks the availability and discovery loops to run now.
     recheck: tokio::sync::Notify,
     /// The group versions served locally, for the autoregister loop.
@@ -151,7 +152,7 @@ impl Aggregator {
             options,
             client_cert,
             table: RwLock::new(Arc::new(Table::default())),
-            stores: RwLock::new(None),
+            lookup: RwLock::new(None),
             recheck: tokio::sync::Notify::new(),
             local: tokio::sync::watch::Sender::new(Arc::new(Vec::new())),
             remote: tokio::sync::watch::Sender::new(Arc::new(Vec::new())),
@@ -171,8 +172,8 @@ impl Aggregator {
         self.table_version.subscribe()
     }
 
-    fn stores(&self) -> Option<(Stores, Arc<StoreLookup>)> {
-        self.stores
+    fn lookup(&self) -> Option<Arc<StoreLookup>> {
+        self.lookup
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
@@ -246,7 +247,7 @@ impl Aggregator {
     /// `--enable-aggregator-routing` a ready endpoint (`type:
     /// ExternalName`: the external name either way).
     async fn resolve(&self, backend: &Backend) -> Result<ResolvedService, ResolveError> {
-        let Some((_, lookup)) = self.stores() else {
+        let Some(lookup) = self.lookup() else {
             return Err(ResolveError {
                 code: 503,
                 message: "the aggregator is not started".into(),
@@ -319,10 +320,10 @@ impl Aggregator {
             })
             .collect();
         *self
-            .stores
+            .lookup
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Some((stores.clone(), Arc::new(StoreLookup::new(map))));
+            Some(Arc::new(StoreLookup::new(map)));
         let api_services = api_services(stores)?;
         self.rebuild(&api_services).await;
         let watched: Vec<(Store, &'static str)> = [

@@ -110,17 +110,7 @@ impl Documents {
                     .insert((root.into(), version.into()), Document::new(doc));
             }
         }
-        let mut paths = serde_json::Map::new();
-        let mut keys: Vec<&String> = docs.openapi_v3.keys().collect();
-        keys.sort();
-        for k in keys {
-            let hash = &docs.openapi_v3[k].hash;
-            paths.insert(
-                k.clone(),
-                serde_json::json!({"serverRelativeURL": format!("/openapi/v3/{k}?hash={hash}")}),
-            );
-        }
-        docs.openapi_v3_index = Some(Document::new(&serde_json::json!({"paths": paths})));
+        docs.index_openapi_v3();
         Ok(docs)
     }
 

@@ -1159,31 +1159,38 @@ fn named_rule(rule: &NamedRuleWithOperations, path: &FieldPath) -> ErrorList {
     errs
 }
 
-/// `ValidateValidatingAdmissionPolicyBinding`.
-pub fn validate_binding(b: &ValidatingAdmissionPolicyBinding) -> ErrorList {
+/// What the validating and mutating policy bindings share: the name, the
+/// policy named and the `paramRef`, under `spec`.
+fn binding_reference(name: &str, policy_name: &str, pr: Option<&ParamRef>) -> ErrorList {
     let mut errs = ErrorList::default();
-    let name = &b.metadata.name;
     if !name.is_empty() {
         for msg in is_dns1123_subdomain(name) {
-            errs.push(FieldError::invalid("metadata.name", name.as_str(), msg));
+            errs.push(FieldError::invalid("metadata.name", name, msg));
         }
     }
-    let spec = &b.spec;
     let path = FieldPath::new("spec");
-    if spec.policy_name.is_empty() {
+    if policy_name.is_empty() {
         errs.push(FieldError::required(path.child("policyName"), ""));
     } else {
-        for msg in is_dns1123_subdomain(&spec.policy_name) {
+        for msg in is_dns1123_subdomain(policy_name) {
             errs.push(FieldError::invalid(
                 path.child("policyName"),
-                spec.policy_name.as_str(),
+                policy_name,
                 msg,
             ));
         }
     }
-    if let Some(pr) = &spec.param_ref {
+    if let Some(pr) = pr {
         errs.extend(param_ref(pr, &path.child("paramRef")));
     }
+    errs
+}
+
+/// `ValidateValidatingAdmissionPolicyBinding`.
+pub fn validate_binding(b: &ValidatingAdmissionPolicyBinding) -> ErrorList {
+    let spec = &b.spec;
+    let path = FieldPath::new("spec");
+    let mut errs = binding_reference(&b.metadata.name, &spec.policy_name, spec.param_ref.as_ref());
     if let Some(m) = &spec.match_resources {
         // Upstream's field path is spelt `matchResouces`.
         errs.extend(match_resources(m, &path.child("matchResouces")));
@@ -1469,29 +1476,9 @@ fn mutation(m: &Mutation, path: &FieldPath) -> ErrorList {
 
 /// `ValidateMutatingAdmissionPolicyBinding`.
 pub fn validate_mutating_binding(b: &MutatingAdmissionPolicyBinding) -> ErrorList {
-    let mut errs = ErrorList::default();
-    let name = &b.metadata.name;
-    if !name.is_empty() {
-        for msg in is_dns1123_subdomain(name) {
-            errs.push(FieldError::invalid("metadata.name", name.as_str(), msg));
-        }
-    }
     let spec = &b.spec;
     let path = FieldPath::new("spec");
-    if spec.policy_name.is_empty() {
-        errs.push(FieldError::required(path.child("policyName"), ""));
-    } else {
-        for msg in is_dns1123_subdomain(&spec.policy_name) {
-            errs.push(FieldError::invalid(
-                path.child("policyName"),
-                spec.policy_name.as_str(),
-                msg,
-            ));
-        }
-    }
-    if let Some(pr) = &spec.param_ref {
-        errs.extend(param_ref(pr, &path.child("paramRef")));
-    }
+    let mut errs = binding_reference(&b.metadata.name, &spec.policy_name, spec.param_ref.as_ref());
     if let Some(m) = &spec.match_resources {
         let mr = path.child("matchResources");
         errs.extend(match_resources(m, &mr));
