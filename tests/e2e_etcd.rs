@@ -110,9 +110,14 @@ async fn api_recovers_after_etcd_restart() {
         }
     }
     // The open watch saw the write made after etcd came back.
-    match next_event(&mut events, Duration::from_secs(30)).await {
-        WatchEvent::Added(o) => assert_eq!(o.metadata.name.as_deref(), Some("after")),
-        other => panic!("unexpected event {other:?}"),
+    let event = tokio::time::timeout(Duration::from_secs(30), events.try_next())
+        .await
+        .expect("watch event in time")
+        .expect("watch ok");
+    match event {
+        Some(WatchEvent::Added(o)) => assert_eq!(o.metadata.name.as_deref(), Some("after")),
+        Some(other) => panic!("unexpected event {other:?}"),
+        None => panic!("watch still open; log:\n{}", server.log()),
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

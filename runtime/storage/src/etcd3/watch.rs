@@ -123,6 +123,25 @@ struct State {
     /// Whether the current etcd watcher is known to have caught up with the
     /// store (see the module docs).
     synced: bool,
+    /// Until when RequestProgress answers are not trusted (older etcd,
+    /// a watcher created behind the store's revision): etcd keeps such a
+    /// watcher among its unsynced ones, whose events a background loop
+    /// sends every 100 ms, while it answers progress requests at once, so
+    /// an answer may pass an event of the same revision.
+    settle_until: Option<Instant>,
+    /// When to send a RequestProgress that an untrusted answer put off.
+    confirm_at: Option<Instant>,
+}
+
+/// How long an older etcd's answers are not trusted after a watcher was
+/// created behind the store's revision (a few of etcd's 100 ms
+/// unsynced-watcher rounds).
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// When a new session's progress answers can be trusted (see
+/// [`State::settle_until`]).
+fn settle_until(inner: &Inner, last: Revision, session: &Session) -> Option<Instant> {
+    (!inner.progress_is_ordered && last < session.created_revision).then(|| Instant::now() + SETTLE)
 }
 
 /// Why a session ended.
@@ -180,6 +199,8 @@ pub(super) async fn start(
         confirm: false,
         synced: last >= session.created_revision
             || nothing_to_replay(&inner, &spec, last, session.created_revision).await,
+        settle_until: settle_until(&inner, last, &session),
+        confirm_at: None,
     };
     let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
     let requests = inner.progress_requests.subscribe();
@@ -378,6 +399,8 @@ async fn resume(
                 state.progress_answers = 0;
                 state.confirm = false;
                 state.floor = state.last;
+                state.settle_until = settle_until(inner, state.last, &session);
+                state.confirm_at = None;
                 return Ok(session);
             }
             Err(e) if is_transient(&e) => last_error = e.to_string(),
@@ -420,6 +443,15 @@ async fn drive(
                 Some(Err(e)) => return End::Broken(super::describe(&e)),
                 None => return End::Broken("etcd ended the watch stream".to_owned()),
             },
+            () = tokio::time::sleep_until(state.confirm_at.unwrap_or_else(Instant::now)),
+                if state.confirm_at.is_some() =>
+            {
+                state.confirm_at = None;
+                state.progress_requests += 1;
+                if let Err(e) = session.sender.request_progress().await {
+                    return End::Broken(super::describe(&e));
+                }
+            }
             _ = ticker.tick(), if may_request_progress => {
                 state.progress_requests += 1;
                 if let Err(e) = session.sender.request_progress().await {
@@ -483,6 +515,16 @@ async fn handle(
         }
         if !state.synced {
             return None;
+        }
+        if let Some(until) = state.settle_until {
+            if Instant::now() < until {
+                // Too early to trust (see `State::settle_until`): ask again
+                // once the watcher has had time to catch up.
+                state.pending_progress = None;
+                state.confirm_at = Some(until);
+                return None;
+            }
+            state.settle_until = None;
         }
         // An older etcd answers RequestProgress out of band: events at or
         // below the answer's revision may still be queued behind it. Trust
