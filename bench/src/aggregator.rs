@@ -5,8 +5,8 @@
 //! B through an APIService (an `ExternalName` Service to 127.0.0.1,
 //! `insecureSkipTLSVerify`: B's certificate is self-signed), presenting
 //! the front-proxy client certificate. Throughput with 16 clients,
-//! latency with 1 (the p50/p99 the proxy adds), and A's CPU per proxied
-//! GET.
+//! latency with 1 (the p50/p99 the proxy adds), and the CPU per GET of
+//! both servers (A's and B's when proxied, B's when direct).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,17 +44,19 @@ struct Side {
     p50: Vec<f64>,
     p99: Vec<f64>,
     cpu_us: Vec<f64>,
+    /// The backend's CPU per request.
+    backend_cpu_us: Vec<f64>,
 }
 
-/// Runs `op` with `clients` against `proxied` (the aggregator, whose CPU
-/// per request is read) and `direct` alternately, `settings.repeats` times
-/// after a warm-up of each.
+/// Runs `op` with `clients` against `proxied` (the aggregator) and
+/// `direct` (the backend) alternately, `settings.repeats` times after a
+/// warm-up of each, reading both servers' CPU per request.
 async fn alternate(
     settings: &Settings,
     label: &str,
     clients: usize,
-    (proxied, pid): (&Target, String),
-    direct: &Target,
+    (proxied, pid): (&Target, &str),
+    (direct, backend_pid): (&Target, &str),
     op: Arc<GetOp>,
 ) -> anyhow::Result<(Side, Side)> {
     crate::load::run(proxied, clients, settings.warmup, op.clone()).await?;
@@ -62,7 +64,8 @@ async fn alternate(
     let (mut a, mut b) = (Side::default(), Side::default());
     for i in 0..settings.repeats {
         for (side, target) in [(&mut a, proxied), (&mut b, direct)] {
-            let before = crate::procs::cpu_seconds(&pid)?;
+            let before = crate::procs::cpu_seconds(pid)?;
+            let backend_before = crate::procs::cpu_seconds(backend_pid)?;
             let r = crate::load::run(target, clients, settings.run, op.clone()).await?;
             anyhow::ensure!(
                 r.errors == 0 && r.requests > 0,
@@ -70,11 +73,14 @@ async fn alternate(
                 r.errors,
                 r.first_error.as_deref().unwrap_or_default()
             );
-            let used = crate::procs::cpu_seconds(&pid)? - before;
+            let used = crate::procs::cpu_seconds(pid)? - before;
+            let backend_used = crate::procs::cpu_seconds(backend_pid)? - backend_before;
             side.rate.push(r.rate());
             side.p50.push(r.quantile_ms(0.5));
             side.p99.push(r.quantile_ms(0.99));
             side.cpu_us.push(used * 1e6 / r.requests as f64);
+            side.backend_cpu_us
+                .push(backend_used * 1e6 / r.requests as f64);
             progress!(
                 "  {label} run {}/{}: {} {:.0} req/s, p99 {:.2} ms",
                 i + 1,
@@ -217,12 +223,13 @@ pub(crate) async fn aggregator(settings: &Settings) -> anyhow::Result<Vec<Figure
     }
     let op = Arc::new(GetOp { path: object });
     let a_pid = a.pid()?.to_string();
+    let b_pid = b.pid()?.to_string();
     let (single_a, single_b) = alternate(
         settings,
         "aggregator-1",
         1,
-        (&a.target, a_pid.clone()),
-        &b.target,
+        (&a.target, &a_pid),
+        (&b.target, &b_pid),
         op.clone(),
     )
     .await?;
@@ -230,8 +237,8 @@ pub(crate) async fn aggregator(settings: &Settings) -> anyhow::Result<Vec<Figure
         settings,
         "aggregator-16",
         CLIENTS,
-        (&a.target, a_pid),
-        &b.target,
+        (&a.target, &a_pid),
+        (&b.target, &b_pid),
         op,
     )
     .await?;
@@ -267,6 +274,29 @@ pub(crate) async fn aggregator(settings: &Settings) -> anyhow::Result<Vec<Figure
             S,
             &format!("aggregator CPU µs per proxied GET ({CLIENTS} clients)"),
             m(&many_a.cpu_us),
+            Goal::Info,
+        ),
+        Figure::vs(
+            S,
+            &format!(
+                "backend CPU µs per GET, proxied ({CLIENTS} clients; ref: the same GET sent directly)"
+            ),
+            m(&many_a.backend_cpu_us),
+            m(&many_b.backend_cpu_us),
+            Goal::Info,
+        ),
+        Figure::vs(
+            S,
+            &format!(
+                "servers' CPU µs per GET, aggregator + backend ({CLIENTS} clients; ref: backend directly)"
+            ),
+            m(&many_a
+                .cpu_us
+                .iter()
+                .zip(&many_a.backend_cpu_us)
+                .map(|(a, b)| a + b)
+                .collect::<Vec<_>>()),
+            m(&many_b.backend_cpu_us),
             Goal::Info,
         ),
     ])
