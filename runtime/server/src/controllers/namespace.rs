@@ -20,16 +20,17 @@ const RETRY: Duration = Duration::from_secs(1);
 /// How often all namespaces are looked at even without events.
 const RESYNC: Duration = Duration::from_secs(30);
 
-/// Starts the controller when the server serves core `v1` Namespaces.
-pub fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
+/// Runs the controller until `shutdown` turns true when the server serves
+/// core `v1` Namespaces.
+pub async fn run(stores: Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
     let Some(namespaces) = stores.find("", "namespaces") else {
         return;
     };
     let controller = NamespaceController {
         namespaces,
-        content: Content::Served(stores.clone()),
+        content: Content::Served(stores),
     };
-    tokio::spawn(controller.run(shutdown));
+    controller.run(shutdown).await;
 }
 
 /// The stores whose objects a namespace's deletion deletes.
