@@ -1010,6 +1010,48 @@ mod tests {
     }
 
     #[test]
+    fn leader_election_flags() {
+        let c = serve(&[]).expect("defaults");
+        let le = &c.server.controllers;
+        assert!(le.leader_elect);
+        assert_eq!(le.leader_election.lease_duration, Duration::from_secs(15));
+        assert_eq!(le.leader_election.renew_deadline, Duration::from_secs(10));
+        assert_eq!(le.leader_election.retry_period, Duration::from_secs(2));
+        let c = serve(&[
+            "--leader-elect-lease-duration=3s",
+            "--leader-elect-renew-deadline=2s",
+            "--leader-elect-retry-period=500ms",
+        ])
+        .expect("short timings");
+        let le = &c.server.controllers.leader_election;
+        assert_eq!(le.retry_period, Duration::from_millis(500));
+        let c = serve(&["--leader-elect=false"]).expect("off");
+        assert!(!c.server.controllers.leader_elect);
+        let err = |args: &[&str]| serve(args).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = err(&["--leader-elect-lease-duration=10s"]);
+        assert!(
+            e.contains(
+                "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
+            ),
+            "{e}"
+        );
+        let e = err(&["--leader-elect-retry-period=0s"]);
+        assert!(
+            e.contains("--leader-elect-retry-period must be greater than zero"),
+            "{e}"
+        );
+        let e = err(&["--leader-elect-retry-period=9s"]);
+        assert!(
+            e.contains(
+                "--leader-elect-renew-deadline must be greater than --leader-elect-retry-period * 1.2"
+            ),
+            "{e}"
+        );
+        // Not validated when off, as kube-controller-manager.
+        assert!(serve(&["--leader-elect=false", "--leader-elect-retry-period=0s"]).is_ok());
+    }
+
+    #[test]
     fn durations() {
         let d = |s: &str| parse_duration(s).map(|d| (d.negative, d.duration));
         assert_eq!(d("0"), Ok((false, Duration::ZERO)));
