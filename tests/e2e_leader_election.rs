@@ -280,3 +280,114 @@ async fn recreate_rounds(c: &Cluster) {
         }
     }
 }
+
+fn gadgets_crd() -> kube::api::DynamicObject {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}],
+        },
+    }))
+    .expect("definition")
+}
+
+fn crds(client: &kube::Client) -> Api<kube::api::DynamicObject> {
+    Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource {
+            group: "apiextensions.k8s.io".into(),
+            version: "v1".into(),
+            api_version: "apiextensions.k8s.io/v1".into(),
+            kind: "CustomResourceDefinition".into(),
+            plural: "customresourcedefinitions".into(),
+        },
+    )
+}
+
+fn gadgets(client: &kube::Client) -> Api<kube::api::DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::api::ApiResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            api_version: "example.com/v1".into(),
+            kind: "Gadget".into(),
+            plural: "gadgets".into(),
+        },
+    )
+}
+
+/// Creates gadget `name` through `client` once its replica serves the kind.
+async fn create_gadget(server: &Server, client: &kube::Client, name: &str) {
+    let body: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": name}}))
+    .expect("gadget");
+    eventually(server, &format!("gadget {name} created"), || async {
+        gadgets(client)
+            .create(&PostParams::default(), &body)
+            .await
+            .is_ok()
+    })
+    .await;
+}
+
+/// A definition deleted through the follower is finalized by the leader
+/// (its resources deleted, then the definition); one re-created at once
+/// under the same name keeps its new resources.
+#[tokio::test]
+async fn definition_finalized_once_and_recreated_one_kept() {
+    let c = two_replicas(true).await;
+    let lead = leader(&c).await;
+    let follow = 1 - lead;
+    let (fc, lc) = (
+        c.replicas[follow].client().await,
+        c.replicas[lead].client().await,
+    );
+    crds(&fc)
+        .create(&PostParams::default(), &gadgets_crd())
+        .await
+        .expect("create definition");
+    create_gadget(&c.replicas[follow], &fc, "one").await;
+    create_gadget(&c.replicas[lead], &lc, "two").await;
+    crds(&fc)
+        .delete("gadgets.example.com", &DeleteParams::default())
+        .await
+        .expect("delete definition");
+    eventually(&c.replicas[lead], "definition finalized", || async {
+        crds(&fc)
+            .get_opt("gadgets.example.com")
+            .await
+            .is_ok_and(|d| d.is_none())
+    })
+    .await;
+    // Re-created at once, with a resource of an old name.
+    crds(&lc)
+        .create(&PostParams::default(), &gadgets_crd())
+        .await
+        .expect("re-create definition");
+    create_gadget(&c.replicas[follow], &fc, "one").await;
+    create_gadget(&c.replicas[lead], &lc, "three").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for client in [&fc, &lc] {
+        let crd = crds(client)
+            .get("gadgets.example.com")
+            .await
+            .expect("the new definition");
+        assert!(crd.metadata.deletion_timestamp.is_none());
+        for name in ["one", "three"] {
+            assert!(
+                gadgets(client).get_opt(name).await.expect("get").is_some(),
+                "gadget {name} of the new definition deleted"
+            );
+        }
+        assert!(gadgets(client).get_opt("two").await.expect("get").is_none());
+    }
+}
