@@ -151,6 +151,7 @@ fn main() -> anyhow::Result<()> {
         authentication: Default::default(),
         authorization: Default::default(),
         identity_lease: Default::default(),
+        controllers: Default::default(),
         audit: Default::default(),
         aggregator: Default::default(),
     };

@@ -67,6 +67,18 @@ pub(crate) struct ServeOptions {
     /// How often, in seconds, the server renews its identity lease.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Generic")]
     identity_lease_renew_interval_seconds: u64,
+    /// Start a leader election client and gain leadership before executing the main loop of the singleton controllers (namespace deletion, garbage collection, identity lease collection, custom resource definition finalization, APIService availability). Enable this when running replicated components for high availability.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", help_heading = "Leader election")]
+    leader_elect: bool,
+    /// The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled.
+    #[arg(long, default_value = "15s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Leader election")]
+    leader_elect_lease_duration: SignedDuration,
+    /// The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than the lease duration. This is only applicable if leader election is enabled.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Leader election")]
+    leader_elect_renew_deadline: SignedDuration,
+    /// The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled.
+    #[arg(long, default_value = "2s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Leader election")]
+    leader_elect_retry_period: SignedDuration,
     /// kubeconfig file pointing at the 'core' kubernetes server: the default of --authentication-kubeconfig and --authorization-kubeconfig (an aggregated API server's main server).
     #[arg(long, help_heading = "Generic")]
     kubeconfig: Option<PathBuf>,
@@ -417,6 +429,40 @@ impl ServeOptions {
         if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
             errors.push("--etcd-certfile and --etcd-keyfile must be given together".to_string());
         }
+        // component-base's ValidateLeaderElectionConfiguration.
+        if self.leader_elect {
+            for (name, d) in [
+                (
+                    "leader-elect-lease-duration",
+                    &self.leader_elect_lease_duration,
+                ),
+                (
+                    "leader-elect-renew-deadline",
+                    &self.leader_elect_renew_deadline,
+                ),
+                ("leader-elect-retry-period", &self.leader_elect_retry_period),
+            ] {
+                if d.negative || d.duration.is_zero() {
+                    errors.push(format!("--{name} must be greater than zero"));
+                }
+            }
+            if self.leader_elect_lease_duration.duration
+                <= self.leader_elect_renew_deadline.duration
+            {
+                errors.push(
+                    "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
+                        .to_string(),
+                );
+            }
+            if self.leader_elect_renew_deadline.duration
+                <= self.leader_elect_retry_period.duration.mul_f64(1.2)
+            {
+                errors.push(
+                    "--leader-elect-renew-deadline must be greater than --leader-elect-retry-period * 1.2"
+                        .to_string(),
+                );
+            }
+        }
         let non_negative = |name: &str, negative: bool, errors: &mut Vec<String>| {
             if negative {
                 errors.push(format!("--{name} can not be negative value"));
@@ -751,6 +797,14 @@ impl ServeOptions {
                     duration: Duration::from_secs(self.identity_lease_duration_seconds),
                     renew_interval: Duration::from_secs(self.identity_lease_renew_interval_seconds),
                 },
+                controllers: apiforge_runtime::controllers::Options {
+                    leader_elect: self.leader_elect,
+                    leader_election: apiforge_runtime::controllers::leader_election::Options {
+                        lease_duration: self.leader_elect_lease_duration.duration,
+                        renew_deadline: self.leader_elect_renew_deadline.duration,
+                        retry_period: self.leader_elect_retry_period.duration,
+                    },
+                },
                 advertise_address: self.advertise_address,
                 shutdown_delay: self.shutdown_delay_duration.duration,
                 storage_prefix,
@@ -953,6 +1007,48 @@ mod tests {
         .map(|e| e.to_string())
         .unwrap_or_default();
         assert!(err.contains("only trailing * allowed in \"a*b\""), "{err}");
+    }
+
+    #[test]
+    fn leader_election_flags() {
+        let c = serve(&[]).expect("defaults");
+        let le = &c.server.controllers;
+        assert!(le.leader_elect);
+        assert_eq!(le.leader_election.lease_duration, Duration::from_secs(15));
+        assert_eq!(le.leader_election.renew_deadline, Duration::from_secs(10));
+        assert_eq!(le.leader_election.retry_period, Duration::from_secs(2));
+        let c = serve(&[
+            "--leader-elect-lease-duration=3s",
+            "--leader-elect-renew-deadline=2s",
+            "--leader-elect-retry-period=500ms",
+        ])
+        .expect("short timings");
+        let le = &c.server.controllers.leader_election;
+        assert_eq!(le.retry_period, Duration::from_millis(500));
+        let c = serve(&["--leader-elect=false"]).expect("off");
+        assert!(!c.server.controllers.leader_elect);
+        let err = |args: &[&str]| serve(args).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = err(&["--leader-elect-lease-duration=10s"]);
+        assert!(
+            e.contains(
+                "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
+            ),
+            "{e}"
+        );
+        let e = err(&["--leader-elect-retry-period=0s"]);
+        assert!(
+            e.contains("--leader-elect-retry-period must be greater than zero"),
+            "{e}"
+        );
+        let e = err(&["--leader-elect-retry-period=9s"]);
+        assert!(
+            e.contains(
+                "--leader-elect-renew-deadline must be greater than --leader-elect-retry-period * 1.2"
+            ),
+            "{e}"
+        );
+        // Not validated when off, as kube-controller-manager.
+        assert!(serve(&["--leader-elect=false", "--leader-elect-retry-period=0s"]).is_ok());
     }
 
     #[test]

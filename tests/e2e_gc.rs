@@ -468,11 +468,11 @@ async fn garbage_collection_on_etcd() {
     let etcd = common::Etcd::start().await;
     let server = Server::start_with(&["--etcd-servers", &etcd.url]).await;
     all_scenarios(&server).await;
-    // One replica holds the collector's lease.
+    // One replica holds the controllers' lease (the collector runs under it).
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
         Api::namespaced(server.client().await, "kube-system");
     let lease = leases
-        .get("apiforge-garbage-collector")
+        .get("apiforge-controller-manager")
         .await
         .expect("lease");
     let spec = lease.spec.expect("spec");
@@ -673,7 +673,7 @@ async fn one_collector_per_cluster_and_takeover() {
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
         Api::namespaced(client.clone(), "kube-system");
     let before = leases
-        .get("apiforge-garbage-collector")
+        .get("apiforge-controller-manager")
         .await
         .expect("lease")
         .spec
@@ -690,7 +690,7 @@ async fn one_collector_per_cluster_and_takeover() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let after = leases
-        .get("apiforge-garbage-collector")
+        .get("apiforge-controller-manager")
         .await
         .expect("lease")
         .spec

@@ -491,6 +491,85 @@ async fn namespace_lifecycle_rejects_missing_and_terminating_namespaces() {
     );
 }
 
+/// A namespace controller acting late (a slow replica, one that lost its
+/// lease) on a namespace that was finalized and re-created under the same
+/// name leaves the new namespace, its finalizer and its objects alone:
+/// every step is guarded by the namespace's uid.
+#[tokio::test]
+async fn late_namespace_controller_leaves_a_recreated_namespace_alone() {
+    let f = fixture(|_| {});
+    let controller = || {
+        crate::controllers::namespace::NamespaceController::new(
+            f.namespaces.clone(),
+            vec![f.widgets.clone()],
+        )
+    };
+    let uid = |ns: &Value| ns["metadata"]["uid"].as_str().unwrap().to_string();
+    create_ns(&f, "race").await;
+    f.widgets
+        .create("race", decode(&f.widgets, widget("w")), false)
+        .await
+        .unwrap();
+    let DeleteOutcome::Terminating(old) = f
+        .namespaces
+        .delete("", "race", &Default::default(), false)
+        .await
+        .unwrap()
+    else {
+        panic!("namespace removed at once")
+    };
+    let old_uid = uid(&old);
+    // One controller empties and finalizes it.
+    assert!(controller().finalize_uid("race", &old_uid).await.unwrap());
+    assert_eq!(
+        f.namespaces.get("", "race", None).await.unwrap_err().code(),
+        404
+    );
+    // Re-created at once, with an object of the same name and another one.
+    create_ns(&f, "race").await;
+    for name in ["w", "other"] {
+        f.widgets
+            .create("race", decode(&f.widgets, widget(name)), false)
+            .await
+            .unwrap();
+    }
+    let new = f.namespaces.get("", "race", None).await.unwrap();
+    assert_ne!(uid(&new), old_uid);
+    let keeps_everything = || async {
+        let ns = f.namespaces.get("", "race", None).await.unwrap();
+        assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]), "{ns}");
+        for name in ["w", "other"] {
+            f.widgets.get("race", name, None).await.unwrap();
+        }
+        ns
+    };
+    // The late controller still works on the old uid: nothing to do.
+    assert!(controller().finalize_uid("race", &old_uid).await.unwrap());
+    keeps_everything().await;
+    // Not even when the new namespace is terminating in turn.
+    let DeleteOutcome::Terminating(_) = f
+        .namespaces
+        .delete("", "race", &Default::default(), false)
+        .await
+        .unwrap()
+    else {
+        panic!("namespace removed at once")
+    };
+    assert!(controller().finalize_uid("race", &old_uid).await.unwrap());
+    let ns = keeps_everything().await;
+    assert!(ns["metadata"]["deletionTimestamp"].is_string());
+    // The namespace's own uid finalizes it.
+    assert!(controller().finalize_uid("race", &uid(&new)).await.unwrap());
+    assert_eq!(
+        f.namespaces.get("", "race", None).await.unwrap_err().code(),
+        404
+    );
+    assert_eq!(
+        f.widgets.get("race", "w", None).await.unwrap_err().code(),
+        404
+    );
+}
+
 #[tokio::test]
 async fn system_namespaces_cannot_be_deleted() {
     let f = fixture(|_| {});

@@ -17,6 +17,14 @@
 //! resync), and every 5 s for an APIService that is not available (upstream
 //! retries failed checks with a growing backoff instead). Without an
 //! endpoint slice controller, a Service's Endpoints count as its slices.
+//!
+//! Upstream runs these controllers on every kube-apiserver; here the checks
+//! of [`run`] write only on the replica holding the controllers' lease
+//! ([`crate::controllers::Leading`]): two replicas that see a backend
+//! differently would otherwise flip the condition (and its
+//! `lastTransitionTime`) back and forth. Every replica proxies by the stored
+//! condition. The local APIServices' verdict (the same everywhere, written
+//! only when it changes) is settled by every replica at start-up.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,14 +46,22 @@ const RETRY: Duration = Duration::from_secs(5);
 /// A verdict: status, reason, message.
 type Verdict = (&'static str, &'static str, String);
 
-/// Runs until `stop` turns true (see the module documentation).
+/// Runs until `stop` turns true, checking while `leading` (see the module
+/// documentation).
 pub async fn run(
     aggregator: Arc<Aggregator>,
     store: Store,
+    mut leading: crate::controllers::Leading,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut last_full = Instant::now() - RESYNC;
     loop {
+        if !leading.is_leading() {
+            tokio::select! {
+                () = leading.wait_for(true) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
         let full = last_full.elapsed() >= RESYNC;
         if full {
             last_full = Instant::now();
@@ -65,6 +81,7 @@ pub async fn run(
         let asked = tokio::select! {
             () = aggregator.recheck.notified() => true,
             () = tokio::time::sleep(wait) => false,
+            () = leading.wait_for(false) => false,
             _ = stop.wait_for(|s| *s) => return,
         };
         if asked {

@@ -304,6 +304,7 @@ impl Aggregator {
     pub async fn start(
         self: Arc<Self>,
         stores: &Stores,
+        leading: crate::controllers::Leading,
         stop: tokio::sync::watch::Receiver<bool>,
     ) -> Result<(), String> {
         let map: StoreMap = stores
@@ -365,7 +366,12 @@ impl Aggregator {
             synced.is_err(),
             stop.clone(),
         ));
-        tokio::spawn(available::run(self.clone(), api_services, stop.clone()));
+        tokio::spawn(available::run(
+            self.clone(),
+            api_services,
+            leading,
+            stop.clone(),
+        ));
         tokio::spawn(discovery::run(self, stop));
         Ok(())
     }

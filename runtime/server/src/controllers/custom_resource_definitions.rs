@@ -6,6 +6,16 @@
 //! (`customresourcecleanup.apiextensions.k8s.io`: every custom resource is
 //! deleted, their own finalizers honoured, before the definition goes;
 //! meanwhile the definition is `Terminating` and creates are refused).
+//!
+//! Every replica serves the definitions and writes the naming and
+//! establishing verdicts (the same on every replica, written only when they
+//! change), as every kube-apiserver runs these controllers; the finalizer
+//! runs only on the replica holding the controllers' lease
+//! ([`super::Leading`]), and guards its writes with the definition's uid: it
+//! lists the resources, reads the definition again, and deletes only while
+//! it is still the deleted definition with that uid, each resource with its
+//! own uid as precondition, so that a late finalizer never touches a
+//! definition re-created under the same name, nor its resources.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -47,12 +57,18 @@ pub struct DefinitionController {
     /// during the start-up reconcile, which the post-start hook follows
     /// with one publication of everything).
     publishing: bool,
+    /// Whether this replica finalizes deleted definitions.
+    leading: super::Leading,
 }
 
 /// Starts the controller when the server serves CustomResourceDefinitions,
 /// after serving every stored definition (so they are served before the
 /// server reports ready).
-pub async fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
+pub async fn start(
+    stores: &Stores,
+    leading: super::Leading,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) {
     let Some(definitions) = stores.find(GROUP, "customresourcedefinitions") else {
         return;
     };
@@ -62,6 +78,7 @@ pub async fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>
         served: HashMap::new(),
         finalizing: false,
         publishing: false,
+        leading,
     };
     controller.reconcile().await;
     tokio::spawn(controller.run(shutdown));
@@ -69,6 +86,12 @@ pub async fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>
 
 fn name_of(obj: &Value) -> &str {
     obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn uid_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
@@ -191,7 +214,9 @@ impl DefinitionController {
             };
             if is_deleting(&json) {
                 self.finalizing = true;
-                self.finalize(&json).await;
+                if self.leading.is_leading() {
+                    self.finalize(&json).await;
+                }
                 continue;
             }
             let all: Vec<&CustomResourceDefinition> = current.iter().collect();
@@ -303,11 +328,15 @@ impl DefinitionController {
         }
     }
 
-    /// Sets the `Terminating` condition of definition `name`.
-    async fn terminating(&self, name: &str, reason: &str, message: &str) {
+    /// Sets the `Terminating` condition of definition `name` while it is
+    /// the one with `uid`.
+    async fn terminating(&self, name: &str, uid: &str, reason: &str, message: &str) {
         let result = self
             .definitions
             .update_internal("", name, |obj| {
+                if uid_of(obj) != uid {
+                    return false;
+                }
                 edit_status(obj, |status| {
                     set_condition(status, TERMINATING, CONDITION_TRUE, reason, message);
                 })
@@ -322,6 +351,7 @@ impl DefinitionController {
     /// definition; once none is left, stops serving it and lets it go.
     async fn finalize(&mut self, crd: &Value) {
         let name = name_of(crd).to_string();
+        let uid = uid_of(crd).to_string();
         let has_finalizer = crd
             .pointer("/metadata/finalizers")
             .and_then(Value::as_array)
@@ -344,21 +374,28 @@ impl DefinitionController {
         };
         self.terminating(
             &name,
+            &uid,
             "InstanceDeletionInProgress",
             "CustomResource deletion is in progress",
         )
         .await;
         let remaining = match self.stores.find(&group, &plural) {
-            Some(store) => delete_all(&store).await,
-            None => Ok(0),
+            Some(store) => delete_all(&store, &self.definitions, &name, &uid).await,
+            None => Ok(Some(0)),
         };
         match remaining {
-            Ok(0) => {
+            // Gone or re-created meanwhile: the next reconcile looks at
+            // what is there now.
+            Ok(None) => {}
+            Ok(Some(0)) => {
                 self.stores.remove_kind(&group, &plural);
                 self.served.remove(&name);
                 let _ = self
                     .definitions
                     .update_internal("", &name, |obj| {
+                        if uid_of(obj) != uid || !is_deleting(obj) {
+                            return false;
+                        }
                         let Some(list) = obj
                             .pointer_mut("/metadata/finalizers")
                             .and_then(Value::as_array_mut)
@@ -371,10 +408,11 @@ impl DefinitionController {
                     })
                     .await;
             }
-            Ok(_) => {}
+            Ok(Some(_)) => {}
             Err(message) => {
                 self.terminating(
                     &name,
+                    &uid,
                     "InstanceDeletionFailed",
                     &format!("could not list instances: {message}"),
                 )
@@ -384,31 +422,44 @@ impl DefinitionController {
     }
 }
 
-/// Deletes every object of `store` (their finalizers decide when they go);
-/// returns how many were still there.
-async fn delete_all(store: &Store) -> Result<usize, String> {
+/// Deletes every object of `store` (their finalizers decide when they go)
+/// while definition `name` is the deleted one with `uid`; returns how many
+/// were still there, `None` when that definition is gone or re-created
+/// (there is nothing left to do for it).
+async fn delete_all(
+    store: &Store,
+    definitions: &Store,
+    name: &str,
+    uid: &str,
+) -> Result<Option<usize>, String> {
     let params = ListParams::default();
     let page = store.list(None, &params).await.map_err(|e| e.to_string())?;
     let count = page.items.len();
+    // Listed before this read: while the definition is still the deleted
+    // one, every object listed is one of its resources.
+    match definitions.get_live("", name).await {
+        Ok(crd) if uid_of(&crd) == uid && is_deleting(&crd) => {}
+        Ok(_) => return Ok(None),
+        Err(e) if e.code() == 404 => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    }
     for item in &page.items {
         let meta = apiforge_core::scheme::object_meta(item);
         if is_deleting(item) {
             continue;
         }
-        if let Err(e) = store
-            .delete(
-                &meta.namespace,
-                &meta.name,
-                &Preconditions::default(),
-                false,
-            )
-            .await
+        let pre = Preconditions {
+            uid: Some(meta.uid.clone()).filter(|u| !u.is_empty()),
+            resource_version: None,
+        };
+        if let Err(e) = store.delete(&meta.namespace, &meta.name, &pre, false).await
             && e.code() != 404
+            && e.code() != 409
         {
             return Err(e.to_string());
         }
     }
-    Ok(count)
+    Ok(Some(count))
 }
 
 #[cfg(test)]

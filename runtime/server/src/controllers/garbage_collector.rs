@@ -17,10 +17,9 @@
 //!   cache) before they delete or change anything, so a graph that lags
 //!   behind never deletes an object that still has an owner.
 //!
-//! Only one replica runs it: the holder of the `coordination.k8s.io/v1`
-//! Lease `kube-system/apiforge-garbage-collector` ([`leader_election`]).
-//! Without a Lease kind (a server without the coordination group) it
-//! runs unconditionally.
+//! Only one replica runs it: the holder of the controllers' Lease
+//! (`kube-system/apiforge-controller-manager`, [`leader_election`], see
+//! [`super::start`]).
 //!
 //! kube records an `OwnerRefInvalidNamespace` Event for a cross-namespace
 //! owner reference; this server has no Events kind, so it logs the same
@@ -41,17 +40,11 @@ use tokio::sync::Notify;
 use self::graph::{
     Change, Graph, NodeView, ObjectRef, Observed, OwnerRef, OwnerState, Partial, Verdict, Work,
 };
-use super::leader_election::{self, LeaderElector};
 use crate::error::{ApiError, ApiResult};
 use crate::registry::{
     FINALIZER_FOREGROUND, FINALIZER_ORPHAN, ListParams, Preconditions, Propagation, Store, Stores,
     WatchEvent,
 };
-
-/// The namespace of the garbage collector's leader-election Lease.
-pub const LEASE_NAMESPACE: &str = "kube-system";
-/// The name of the garbage collector's leader-election Lease.
-pub const LEASE_NAME: &str = "apiforge-garbage-collector";
 
 /// Workers of the `attemptToDelete` queue (kube: `--concurrent-gc-syncs`,
 /// 20, shared by both queues).
@@ -65,31 +58,10 @@ const RETRY_MAX: Duration = Duration::from_secs(10);
 /// Pause before an informer watches again after its watch ended.
 const REWATCH: Duration = Duration::from_secs(1);
 
-/// Starts the garbage collector under leader election on the Lease
-/// [`LEASE_NAMESPACE`]/[`LEASE_NAME`]; it stops when `shutdown` turns true.
-pub fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
-    match stores.find("coordination.k8s.io", "leases") {
-        Some(leases) => {
-            let elector = LeaderElector::new(
-                leases,
-                LEASE_NAMESPACE,
-                LEASE_NAME,
-                leader_election::new_identity(),
-                leader_election::Options::default(),
-            );
-            let stores = stores.clone();
-            tokio::spawn(elector.run(shutdown, move |stop| collect(stores.clone(), stop)));
-        }
-        None => {
-            tokio::spawn(collect(stores.clone(), shutdown));
-        }
-    }
-}
-
 /// Runs the collector over the kinds served until `stop` turns true; when
 /// the served kinds change (custom resources come or go), it starts over
 /// with the new kinds, as kube's collector resyncs its monitors.
-async fn collect(stores: Stores, mut stop: tokio::sync::watch::Receiver<bool>) {
+pub async fn run(stores: Stores, mut stop: tokio::sync::watch::Receiver<bool>) {
     let mut changes = stores.changes();
     loop {
         changes.borrow_and_update();

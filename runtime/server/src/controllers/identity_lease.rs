@@ -4,7 +4,10 @@
 //! holds a `coordination.k8s.io/v1` Lease `apiserver-<id>` in `kube-system`,
 //! labelled `apiserver.kubernetes.io/identity: kube-apiserver`, renews it
 //! every renew interval, and deletes other instances' identity leases
-//! whose `renewTime + leaseDurationSeconds` has passed.
+//! whose `renewTime + leaseDurationSeconds` has passed. Every replica renews
+//! its own lease; only the replica holding the controllers' lease
+//! ([`super::Leading`]) collects, each delete guarded by the expired
+//! lease's resourceVersion.
 
 use std::time::Duration;
 
@@ -58,11 +61,13 @@ fn hostname() -> String {
 }
 
 /// Starts renewing the lease `identity` and collecting expired identity
-/// leases, until `shutdown` turns true. Does nothing without a Lease store.
+/// leases while `leading`, until `shutdown` turns true. Does nothing
+/// without a Lease store.
 pub fn start(
     stores: &Stores,
     identity: String,
     options: Options,
+    leading: super::Leading,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let Some(leases) = stores.find("coordination.k8s.io", "leases") else {
@@ -73,7 +78,7 @@ pub fn start(
         identity,
         options,
     };
-    tokio::spawn(controller.run(shutdown));
+    tokio::spawn(controller.run(leading, shutdown));
 }
 
 /// What the loop does next.
@@ -91,7 +96,11 @@ struct IdentityLease {
 }
 
 impl IdentityLease {
-    async fn run(self, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    async fn run(
+        self,
+        mut leading: super::Leading,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+    ) {
         let mut renew = tokio::time::interval(self.options.renew_interval);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut collect = tokio::time::interval(self.options.duration);
@@ -100,9 +109,17 @@ impl IdentityLease {
             let stopping = async {
                 let _ = shutdown.wait_for(|stop| *stop).await;
             };
+            let was_leading = leading.is_leading();
             let step = tokio::select! {
                 _ = renew.tick() => Step::Renew,
                 _ = collect.tick() => Step::Collect,
+                // A new leader collects at once.
+                () = leading.wait_for(!was_leading) => {
+                    if was_leading {
+                        continue;
+                    }
+                    Step::Collect
+                }
                 () = stopping => Step::Stop,
             };
             match step {
@@ -111,6 +128,7 @@ impl IdentityLease {
                         tracing::warn!(lease = %self.identity, error = %e, "identity lease: renewing failed");
                     }
                 }
+                Step::Collect if !leading.is_leading() => {}
                 Step::Collect => {
                     if let Err(e) = self.collect().await {
                         tracing::warn!(error = %e, "identity lease: collecting expired leases failed");

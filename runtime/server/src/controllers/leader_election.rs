@@ -41,6 +41,40 @@ impl Default for Options {
     }
 }
 
+/// Whether this replica holds the controllers' lease now: what the
+/// controllers that run on every replica but write only on the leader
+/// (custom resource definition finalization, APIService availability,
+/// identity lease collection) look at.
+#[derive(Clone, Debug)]
+pub struct Leading(tokio::sync::watch::Receiver<bool>);
+
+impl Leading {
+    /// A new state, not leading, and the sender that changes it.
+    pub fn channel() -> (tokio::sync::watch::Sender<bool>, Leading) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (tx, Leading(rx))
+    }
+
+    /// Always leading (one replica, `--leader-elect=false`).
+    pub fn always() -> Leading {
+        let (_, rx) = tokio::sync::watch::channel(true);
+        Leading(rx)
+    }
+
+    /// Whether this replica leads now.
+    pub fn is_leading(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Waits until this replica leads (`true`) or does not (`false`); never
+    /// returns when that can no longer happen.
+    pub async fn wait_for(&mut self, leading: bool) {
+        if self.0.wait_for(|now| *now == leading).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// The identity of a candidate in this process, as kube-controller-manager
 /// makes it: the host name, `_`, and a random uuid.
 pub fn new_identity() -> String {

@@ -12,8 +12,19 @@
 //! - [`identity_lease`]: the server's identity lease and the collection
 //!   of expired ones.
 //! - [`garbage_collector`]: deletes objects whose owners are gone, and
-//!   carries out orphaning and foreground deletion; one replica runs it,
-//!   elected through [`leader_election`].
+//!   carries out orphaning and foreground deletion.
+//!
+//! The singleton controllers run on one replica at a time, as
+//! kube-controller-manager's: the holder of the `coordination.k8s.io/v1`
+//! Lease [`LEASE_NAMESPACE`]/[`LEASE_NAME`] ([`leader_election`], one lease
+//! for all of them, as kube-controller-manager's
+//! `kube-system/kube-controller-manager`) runs the namespace controller and
+//! the garbage collector, and is the one replica that finalizes deleted
+//! CustomResourceDefinitions, writes APIServices' availability and
+//! collects expired identity leases ([`Leading`]). What every replica must
+//! do stays on every replica: serving custom resources, renewing its own
+//! identity lease, and the bootstrap of defaults (create-if-absent, as
+//! every kube-apiserver does it).
 
 pub mod authentication_trust;
 pub mod bootstrap;
@@ -24,11 +35,81 @@ pub mod identity_lease;
 pub mod leader_election;
 pub mod namespace;
 
-use crate::registry::Stores;
+use std::sync::Arc;
 
-/// Starts every controller on the current tokio runtime; they stop when
-/// `shutdown` turns true.
-pub fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
-    namespace::start(stores, shutdown.clone());
-    garbage_collector::start(stores, shutdown);
+use crate::registry::Stores;
+pub use leader_election::Leading;
+
+/// The namespace of the controllers' leader-election Lease.
+pub const LEASE_NAMESPACE: &str = "kube-system";
+/// The name of the controllers' leader-election Lease.
+pub const LEASE_NAME: &str = "apiforge-controller-manager";
+
+/// How the singleton controllers are elected (kube-controller-manager's
+/// `--leader-elect*` flags).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Whether the singleton controllers run only on the holder of the
+    /// controllers' Lease (`--leader-elect`); off, every replica runs them.
+    pub leader_elect: bool,
+    /// The election's timings (`--leader-elect-lease-duration`,
+    /// `--leader-elect-renew-deadline`, `--leader-elect-retry-period`).
+    pub leader_election: leader_election::Options,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            leader_elect: true,
+            leader_election: leader_election::Options::default(),
+        }
+    }
+}
+
+/// Starts the singleton controllers on the current tokio runtime: under
+/// leader election on the Lease [`LEASE_NAMESPACE`]/[`LEASE_NAME`] (when
+/// `options.leader_elect` and the server serves Leases), else at once.
+/// `leading` follows whether this replica runs them. They stop when
+/// `shutdown` turns true (the lease is then released).
+pub fn start(
+    stores: &Stores,
+    options: &Options,
+    leading: tokio::sync::watch::Sender<bool>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let leases = stores.find("coordination.k8s.io", "leases");
+    let stores = stores.clone();
+    let Some(leases) = leases.filter(|_| options.leader_elect) else {
+        leading.send_replace(true);
+        tokio::spawn(run_singletons(stores, shutdown));
+        return;
+    };
+    let elector = leader_election::LeaderElector::new(
+        leases,
+        LEASE_NAMESPACE,
+        LEASE_NAME,
+        leader_election::new_identity(),
+        options.leader_election.clone(),
+    );
+    let leading = Arc::new(leading);
+    tokio::spawn(elector.run(shutdown, move |mut stop| {
+        let stores = stores.clone();
+        let leading = leading.clone();
+        async move {
+            leading.send_replace(true);
+            let running = tokio::spawn(run_singletons(stores, stop.clone()));
+            let _ = stop.wait_for(|stop| *stop).await;
+            leading.send_replace(false);
+            let _ = running.await;
+        }
+    }));
+}
+
+/// Runs the namespace controller and the garbage collector until `stop`
+/// turns true.
+async fn run_singletons(stores: Stores, stop: tokio::sync::watch::Receiver<bool>) {
+    tokio::join!(
+        namespace::run(stores.clone(), stop.clone()),
+        garbage_collector::run(stores, stop),
+    );
 }

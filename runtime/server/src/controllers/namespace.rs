@@ -20,16 +20,17 @@ const RETRY: Duration = Duration::from_secs(1);
 /// How often all namespaces are looked at even without events.
 const RESYNC: Duration = Duration::from_secs(30);
 
-/// Starts the controller when the server serves core `v1` Namespaces.
-pub fn start(stores: &Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
+/// Runs the controller until `shutdown` turns true when the server serves
+/// core `v1` Namespaces.
+pub async fn run(stores: Stores, shutdown: tokio::sync::watch::Receiver<bool>) {
     let Some(namespaces) = stores.find("", "namespaces") else {
         return;
     };
     let controller = NamespaceController {
         namespaces,
-        content: Content::Served(stores.clone()),
+        content: Content::Served(stores),
     };
-    tokio::spawn(controller.run(shutdown));
+    controller.run(shutdown).await;
 }
 
 /// The stores whose objects a namespace's deletion deletes.
@@ -148,11 +149,11 @@ impl NamespaceController {
         let page = self.namespaces.list(None, &ListParams::default()).await?;
         let mut pending = false;
         for ns in page.items.iter().filter(|ns| is_terminating(ns)) {
-            let name = apiforge_core::scheme::object_meta(ns).name;
-            match self.finalize(&name).await {
+            let meta = apiforge_core::scheme::object_meta(ns);
+            match self.finalize_uid(&meta.name, &meta.uid).await {
                 Ok(done) => pending |= !done,
                 Err(e) => {
-                    tracing::warn!(namespace = %name, error = %e, "namespace controller: cannot finalize");
+                    tracing::warn!(namespace = %meta.name, error = %e, "namespace controller: cannot finalize");
                     pending = true;
                 }
             }
@@ -160,25 +161,80 @@ impl NamespaceController {
         Ok(pending)
     }
 
-    /// Deletes the namespace's content; when nothing is left, removes the
-    /// `kubernetes` finalizer. Returns whether the finalizer is gone.
+    /// [`NamespaceController::finalize_uid`] for the namespace `namespace`
+    /// is now (its uid read live).
     pub async fn finalize(&self, namespace: &str) -> ApiResult<bool> {
+        let uid = match self.namespaces.get_live("", namespace).await {
+            Ok(ns) => apiforge_core::scheme::object_meta(&ns).uid,
+            Err(e) if e.code() == 404 => return Ok(true),
+            Err(e) => return Err(e),
+        };
+        self.finalize_uid(namespace, &uid).await
+    }
+
+    /// Reads namespace `namespace` live: `Some` while it is still the one
+    /// with `uid` and terminating. Gone, not terminating (yet), or
+    /// re-created under the same name (another uid) is `None`: there is
+    /// nothing for this controller to do to it.
+    async fn still_terminating(&self, namespace: &str, uid: &str) -> ApiResult<Option<Value>> {
+        match self.namespaces.get_live("", namespace).await {
+            Ok(ns) if apiforge_core::scheme::object_meta(&ns).uid == uid && is_terminating(&ns) => {
+                Ok(Some(ns))
+            }
+            Ok(_) => Ok(None),
+            Err(e) if e.code() == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes the content of the namespace `namespace` whose uid is `uid`;
+    /// when nothing is left, removes its `kubernetes` finalizer. Returns
+    /// whether the finalizer is gone (or the namespace with `uid` is).
+    ///
+    /// Every step is guarded by the namespace's uid, as upstream's
+    /// namespaced resources deleter guards its writes with the namespace's
+    /// uid and resourceVersion: a controller acting late (a slow replica,
+    /// or one that lost its lease) never touches a namespace re-created
+    /// under the same name, nor its objects:
+    ///
+    /// - the objects of each kind are listed first, then the namespace is
+    ///   read again: when it is still the terminating one with `uid`, every
+    ///   object listed was created in it (a namespace of that name with
+    ///   another uid can only exist once this one is gone);
+    /// - each object is deleted with its own uid as precondition, so an
+    ///   object deleted meanwhile and re-created under its name in a new
+    ///   namespace stays;
+    /// - the finalizer is removed by a compare-and-swap on the namespace's
+    ///   revision that checks the uid and the deletion timestamp.
+    pub async fn finalize_uid(&self, namespace: &str, uid: &str) -> ApiResult<bool> {
+        if self.still_terminating(namespace, uid).await?.is_none() {
+            return Ok(true);
+        }
         let mut remaining = 0usize;
         for store in &self.content.stores() {
             let page = store.list(Some(namespace), &ListParams::default()).await?;
+            if page.items.is_empty() {
+                continue;
+            }
+            if self.still_terminating(namespace, uid).await?.is_none() {
+                tracing::info!(%namespace, %uid, "namespace controller: namespace gone or re-created; stopped");
+                return Ok(true);
+            }
             for obj in &page.items {
                 if is_terminating(obj) {
                     remaining += 1;
                     continue;
                 }
-                let name = apiforge_core::scheme::object_meta(obj).name;
-                match store
-                    .delete(namespace, &name, &Preconditions::default(), false)
-                    .await
-                {
+                let meta = apiforge_core::scheme::object_meta(obj);
+                let pre = Preconditions {
+                    uid: Some(meta.uid.clone()).filter(|u| !u.is_empty()),
+                    resource_version: None,
+                };
+                match store.delete(namespace, &meta.name, &pre, false).await {
                     Ok(DeleteOutcome::Removed(_)) => {}
                     Ok(DeleteOutcome::Terminating(_)) => remaining += 1,
-                    Err(e) if e.code() == 404 => {}
+                    // Gone, or replaced by another object of that name.
+                    Err(e) if e.code() == 404 || e.code() == 409 => {}
                     Err(e) => return Err(e),
                 }
             }
@@ -187,8 +243,13 @@ impl NamespaceController {
             tracing::debug!(%namespace, remaining, "namespace controller: waiting for finalizers");
             return Ok(false);
         }
+        let mut ours = false;
         self.namespaces
             .update_internal("", namespace, |ns| {
+                ours = apiforge_core::scheme::object_meta(ns).uid == uid && is_terminating(ns);
+                if !ours {
+                    return false;
+                }
                 let Some(list) = ns
                     .pointer_mut("/spec/finalizers")
                     .and_then(Value::as_array_mut)
@@ -200,7 +261,11 @@ impl NamespaceController {
                 list.len() != before
             })
             .await?;
-        tracing::info!(%namespace, "namespace controller: namespace emptied and finalized");
+        if ours {
+            tracing::info!(%namespace, "namespace controller: namespace emptied and finalized");
+        } else {
+            tracing::info!(%namespace, %uid, "namespace controller: namespace gone or re-created; stopped");
+        }
         Ok(true)
     }
 }

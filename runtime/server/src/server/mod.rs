@@ -97,6 +97,8 @@ pub struct Config {
     pub authorization: crate::authz::Options,
     /// Identity lease timing.
     pub identity_lease: crate::controllers::identity_lease::Options,
+    /// Leader election of the singleton controllers (`--leader-elect*`).
+    pub controllers: crate::controllers::Options,
     /// Auditing (`--audit-policy-file`, `--audit-log-*`,
     /// `--audit-webhook-*`).
     pub audit: crate::audit::Options,
@@ -215,6 +217,16 @@ pub async fn run(
     let rbac_stop_rx = controllers_stop_rx.clone();
     let lease_stop_rx = controllers_stop_rx.clone();
     let lease_options = config.identity_lease.clone();
+    let mut controller_options = config.controllers.clone();
+    // Only replicas sharing etcd compete: the embedded store has one
+    // server, which runs the singleton controllers without a lease (and so
+    // does not wait out a dead predecessor's lease after a crash).
+    controller_options.leader_elect &= storage_check == "etcd";
+    // Whether this replica runs the singleton controllers (see
+    // `controllers::start`).
+    let (leading_tx, leading) = crate::controllers::Leading::channel();
+    let lease_leading = leading.clone();
+    let crd_leading = leading;
     let apf_stop_rx = controllers_stop_rx.clone();
     let crd_stop_rx = controllers_stop_rx.clone();
     let trust_stop_rx = controllers_stop_rx.clone();
@@ -261,6 +273,7 @@ pub async fn run(
                     ctx.server.stores(),
                     crate::controllers::identity_lease::new_identity(),
                     lease_options,
+                    lease_leading,
                     lease_stop_rx,
                 );
                 Ok(())
@@ -274,6 +287,7 @@ pub async fn run(
                 // passes.
                 crate::controllers::custom_resource_definitions::start(
                     ctx.server.stores(),
+                    crd_leading.clone(),
                     crd_stop_rx.clone(),
                 )
                 .await;
@@ -297,7 +311,7 @@ pub async fn run(
                 ctx.server
                     .aggregator()
                     .clone()
-                    .start(ctx.server.stores(), crd_stop_rx.clone())
+                    .start(ctx.server.stores(), crd_leading, crd_stop_rx.clone())
                     .await?;
                 tokio::spawn(
                     ctx.server
@@ -310,7 +324,12 @@ pub async fn run(
         lifecycle::Hook::new(
             "start-namespace-controller",
             move |ctx: lifecycle::HookContext| async move {
-                crate::controllers::start(ctx.server.stores(), controllers_stop_rx);
+                crate::controllers::start(
+                    ctx.server.stores(),
+                    &controller_options,
+                    leading_tx,
+                    controllers_stop_rx,
+                );
                 Ok(())
             },
         ),
