@@ -11,6 +11,7 @@
 mod common;
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Server;
@@ -849,4 +850,181 @@ async fn custom_resource_group_versions_get_local_apiservices() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// A backend that is not an API server: it answers the discovery of
+/// `wardle.example.com/v1beta1` (what the availability check asks) and
+/// switches every request carrying `Upgrade` to an echo of the bytes it
+/// receives, recording the front-proxy user it was told about.
+struct EchoBackend {
+    port: u16,
+    users: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for EchoBackend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl EchoBackend {
+    async fn start(serving: &(std::path::PathBuf, std::path::PathBuf)) -> EchoBackend {
+        use rustls_pki_types::pem::PemObject;
+        let certs = rustls_pki_types::CertificateDer::pem_file_iter(&serving.0)
+            .expect("cert")
+            .map(|c| c.expect("cert pem"))
+            .collect();
+        let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&serving.1).expect("key");
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .expect("server config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let users = Arc::new(Mutex::new(Vec::new()));
+        let seen = users.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, seen) = (acceptor.clone(), seen.clone());
+                connections.spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(move |req| {
+                        let seen = seen.clone();
+                        async move { Ok::<_, std::convert::Infallible>(echo(req, &seen)) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                        .with_upgrades()
+                        .await;
+                });
+            }
+        });
+        EchoBackend { port, users, task }
+    }
+}
+
+/// [`EchoBackend`]'s answer to `req`.
+fn echo(
+    mut req: http::Request<hyper::body::Incoming>,
+    seen: &Mutex<Vec<String>>,
+) -> http::Response<http_body_util::Full<bytes::Bytes>> {
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let protocol = header("upgrade");
+    if protocol.is_empty() {
+        let body = if req.uri().path() == "/apis/wardle.example.com/v1beta1" {
+            json!({"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": "wardle.example.com/v1beta1", "resources": []})
+        } else {
+            json!({})
+        };
+        let mut resp = http::Response::new(http_body_util::Full::new(bytes::Bytes::from(
+            body.to_string(),
+        )));
+        resp.headers_mut().insert(
+            "content-type",
+            http::HeaderValue::from_static("application/json"),
+        );
+        return resp;
+    }
+    seen.lock().expect("lock").push(header("x-remote-user"));
+    let switched = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let Ok(io) = switched.await else { return };
+        let (mut read, mut write) = tokio::io::split(hyper_util::rt::TokioIo::new(io));
+        let _ = tokio::io::copy(&mut read, &mut write).await;
+    });
+    let mut resp = http::Response::new(http_body_util::Full::new(bytes::Bytes::new()));
+    *resp.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+    let headers = resp.headers_mut();
+    headers.insert("connection", http::HeaderValue::from_static("Upgrade"));
+    headers.insert(
+        "upgrade",
+        http::HeaderValue::from_str(&protocol).expect("protocol"),
+    );
+    resp
+}
+
+/// An upgrade request (what exec, attach and port-forward send) is
+/// authenticated and authorized by the aggregator, switched by the backend,
+/// and the two connections are then bridged byte for byte, as
+/// kube-aggregator's proxy does with `UpgradeAwareHandler`.
+#[tokio::test]
+async fn upgraded_connections_are_bridged_to_the_backend() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let certs = certs(tmp.path());
+    let backend = EchoBackend::start(&certs.serving).await;
+    let a = start_a(&tmp.path().join("a"), &certs, &[]).await;
+    let client = client_of(&a).await;
+    namespace(&client, "wardle-system").await;
+    apply(&client, external_name_service()).await;
+    apply(
+        &client,
+        api_service(backend.port, &certs.serving_ca.cert_pem),
+    )
+    .await;
+    wait_available(&client, "v1beta1.wardle.example.com", "available", |c| {
+        c["status"] == "True"
+    })
+    .await;
+
+    let path = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders/x/exec?command=cat";
+    let mut stream = common::raw::connect(&a).await;
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\
+         Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n",
+        common::raw::token(&a)
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    stream.flush().await.expect("flush");
+    let mut answer = Vec::new();
+    while !answer.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte))
+            .await
+            .expect("answer within 10 s")
+            .expect("read");
+        assert_eq!(
+            n,
+            1,
+            "connection closed after {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.push(byte[0]);
+    }
+    let answer = String::from_utf8_lossy(&answer).to_lowercase();
+    assert!(answer.starts_with("http/1.1 101"), "{answer}");
+    assert!(answer.contains("upgrade: spdy/3.1"), "{answer}");
+    for message in [&b"ping"[..], b"a longer second message"] {
+        stream.write_all(message).await.expect("write");
+        stream.flush().await.expect("flush");
+        let mut echoed = vec![0u8; message.len()];
+        tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut echoed))
+            .await
+            .expect("echo within 10 s")
+            .expect("read echo");
+        assert_eq!(echoed, message);
+    }
+    assert_eq!(
+        *backend.users.lock().expect("lock"),
+        ["apiforge-admin"],
+        "the backend is told who the caller is (the admin token's user)"
+    );
 }
