@@ -1,5 +1,5 @@
 //! kubectl 1.32 and 1.33 typed-client commands (`create namespace`,
-//! `create configmap`, `create secret generic`), which send protobuf
+//! `create configmap`, `create secret generic`, `create service`), which send protobuf
 //! bodies with `Accept: application/vnd.kubernetes.protobuf,application/json`.
 
 mod common;
@@ -69,6 +69,43 @@ async fn typed_create_commands(version: &str) {
         "Active"
     );
     assert!(k(&["get", "cm", "-n", "x"]).contains("in-x"));
+
+    // `create service` sends a protobuf Service too.
+    assert_eq!(
+        k(&["create", "service", "clusterip", "web", "--tcp=80:8080"]).trim(),
+        "service/web created"
+    );
+    assert_eq!(
+        k(&[
+            "get",
+            "service",
+            "web",
+            "-o",
+            "jsonpath={.spec.type} {.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.selector.app}"
+        ]),
+        "ClusterIP 80 8080 web"
+    );
+    assert_eq!(
+        k(&[
+            "create",
+            "service",
+            "externalname",
+            "ext",
+            "--external-name=example.com"
+        ])
+        .trim(),
+        "service/ext created"
+    );
+    assert_eq!(
+        k(&[
+            "get",
+            "service",
+            "ext",
+            "-o",
+            "jsonpath={.spec.externalName}"
+        ]),
+        "example.com"
+    );
 
     // An error on a protobuf request reads as kubectl prints it for
     // kube-apiserver.

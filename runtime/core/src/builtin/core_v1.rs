@@ -1,6 +1,6 @@
 //! Core (`""` group) `v1`: Namespace, ConfigMap, Secret, Service and
-//! Endpoints. With the `protobuf` feature Namespace, ConfigMap and Secret
-//! also speak Kubernetes protobuf ([`crate::protobuf`]).
+//! Endpoints. With the `protobuf` feature they also speak Kubernetes
+//! protobuf ([`crate::protobuf`]).
 
 mod bytes;
 mod config_map;
@@ -45,12 +45,8 @@ pub fn install(scheme: &mut Scheme) {
             .kind(with_protobuf(KindBuilder::<Namespace>::new().version::<Namespace>()).build())
             .kind(with_protobuf(KindBuilder::<ConfigMap>::new().version::<ConfigMap>()).build())
             .kind(with_protobuf(KindBuilder::<Secret>::new().version::<Secret>()).build())
-            .kind(KindBuilder::<Service>::new().version::<Service>().build())
-            .kind(
-                KindBuilder::<Endpoints>::new()
-                    .version::<Endpoints>()
-                    .build(),
-            ),
+            .kind(with_protobuf(KindBuilder::<Service>::new().version::<Service>()).build())
+            .kind(with_protobuf(KindBuilder::<Endpoints>::new().version::<Endpoints>()).build()),
     );
 }
 

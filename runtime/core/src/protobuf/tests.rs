@@ -141,3 +141,66 @@ fn bad_bodies() {
     ));
     assert!(!is_protobuf("application/json"));
 }
+
+/// What `kubectl create service` sends (a typed client: protobuf) decodes
+/// to the JSON object, and encodes back to the same message; a named
+/// target port stays a string.
+#[test]
+fn services_and_endpoints_round_trip() {
+    use crate::builtin::core_v1::{Endpoints, Service};
+    let object = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"type": "ClusterIP", "selector": {"app": "web"},
+            "ports": [{"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080},
+                      {"name": "https", "protocol": "TCP", "port": 443, "targetPort": "https"}],
+            "sessionAffinity": "None"}});
+    let body = encode_body(&ops::<Service>(), &object).unwrap_or_default();
+    let u = unknown(&body);
+    let svc = core::Service::decode(u.raw.unwrap_or_default().as_slice()).unwrap_or_default();
+    let ports = svc.spec.clone().unwrap_or_default().ports;
+    assert_eq!(ports.len(), 2);
+    assert_eq!(
+        ports[0].target_port.clone().unwrap_or_default().int_val,
+        Some(8080)
+    );
+    assert_eq!(
+        ports[1]
+            .target_port
+            .clone()
+            .unwrap_or_default()
+            .str_val
+            .as_deref(),
+        Some("https")
+    );
+    let hub = decode_body(&ops::<Service>(), &body).expect("decode");
+    assert_eq!(hub["spec"]["ports"], object["spec"]["ports"]);
+    assert_eq!(hub["spec"]["selector"], object["spec"]["selector"]);
+    assert_eq!(hub["spec"]["type"], "ClusterIP");
+
+    // A field this server does not model is refused, not dropped.
+    let mut with_external_ips = svc;
+    if let Some(spec) = with_external_ips.spec.as_mut() {
+        spec.external_ips = vec!["10.0.0.1".into()];
+    }
+    let mut unknown_body = Unknown {
+        type_meta: Some(k8s_pb::apimachinery::pkg::runtime::TypeMeta {
+            api_version: Some("v1".into()),
+            kind: Some("Service".into()),
+        }),
+        raw: Some(with_external_ips.encode_to_vec()),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let mut refused = b"k8s\0".to_vec();
+    refused.append(&mut unknown_body);
+    let err = decode_body(&ops::<Service>(), &refused).expect_err("externalIPs refused");
+    assert!(err.to_string().contains("spec.externalIPs"), "{err}");
+
+    let endpoints = json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "web", "namespace": "default"},
+        "subsets": [{"addresses": [{"ip": "10.0.0.5", "targetRef": {"kind": "Pod", "name": "p"}}],
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}]});
+    let body = encode_body(&ops::<Endpoints>(), &endpoints).unwrap_or_default();
+    let hub = decode_body(&ops::<Endpoints>(), &body).expect("decode");
+    assert_eq!(hub["subsets"], endpoints["subsets"]);
+}
