@@ -106,7 +106,17 @@ fn serve(opts: options::ServeOptions) -> anyhow::Result<()> {
     } else {
         logs.init();
     }
-    let plugins = opts.admission.resolve(&opts.admission.registry()?)?;
+    let mut registry = opts.admission.registry()?;
+    if let Some(path) = opts.core_kubeconfig() {
+        // An aggregated server checks the main server's namespaces.
+        let client =
+            apiforge_runtime::webhook::Client::from_kubeconfig(path).context("--kubeconfig")?;
+        registry.register(
+            apiforge_runtime::admission::NamespaceLifecycle::with_core_api(client),
+            true,
+        );
+    }
+    let plugins = opts.admission.resolve(&registry)?;
     let mut config = opts.complete()?;
     config.server.admission = plugins;
     let runtime = tokio::runtime::Builder::new_multi_thread()

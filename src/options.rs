@@ -79,7 +79,7 @@ pub(crate) struct ServeOptions {
     /// The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled.
     #[arg(long, default_value = "2s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Leader election")]
     leader_elect_retry_period: SignedDuration,
-    /// kubeconfig file pointing at the 'core' kubernetes server: the default of --authentication-kubeconfig and --authorization-kubeconfig (an aggregated API server's main server).
+    /// kubeconfig file pointing at the 'core' kubernetes server: the default of --authentication-kubeconfig and --authorization-kubeconfig (an aggregated API server's main server), and where the NamespaceLifecycle admission plugin looks namespaces up.
     #[arg(long, help_heading = "Generic")]
     kubeconfig: Option<PathBuf>,
     /// The IP address on which to advertise the apiserver to clients (kubeconfig server URL).
@@ -362,6 +362,11 @@ pub(crate) struct CompletedOptions {
 }
 
 impl ServeOptions {
+    /// `--kubeconfig`: the main server of an aggregated server.
+    pub(crate) fn core_kubeconfig(&self) -> Option<&std::path::Path> {
+        self.kubeconfig.as_deref()
+    }
+
     /// Whether log lines are JSON objects (`--logging-format=json`).
     pub(crate) fn json_logs(&self) -> bool {
         self.logging_format == "json"

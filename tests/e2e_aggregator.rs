@@ -730,10 +730,28 @@ async fn users_rights_in_the_aggregator_decide_on_the_backend() {
             b_kubeconfig.to_str().expect("path"),
             "--authorization-kubeconfig",
             b_kubeconfig.to_str().expect("path"),
+            "--kubeconfig",
+            b_kubeconfig.to_str().expect("path"),
         ],
     )
     .await;
-    namespace(&client_of(&b).await, "demo").await;
+    // B reads namespaces from A (its `--kubeconfig`), as upstream's e2e
+    // grants sample-apiserver's account: `demo` exists in A only.
+    apply(
+        &admin,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "server-b:namespace-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}]}),
+    )
+    .await;
+    apply(
+        &admin,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "server-b:namespace-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "server-b:namespace-reader"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "server-b"}]}),
+    )
+    .await;
     namespace(&admin, "wardle-system").await;
     apply(&admin, external_name_service()).await;
     apply(&admin, api_service(b_port, &certs.serving_ca.cert_pem)).await;
@@ -748,6 +766,18 @@ async fn users_rights_in_the_aggregator_decide_on_the_backend() {
         .await
         .expect("bob may create flunders in demo");
     assert_eq!(created.metadata.name.as_deref(), Some("bobs"));
+    // A namespace A does not have is missing for B too.
+    let err = flunders(admin.clone(), "nowhere")
+        .create(&PostParams::default(), &flunder("lost"))
+        .await
+        .expect_err("no namespace nowhere in A");
+    let kube::Error::Api(status) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (404, "namespaces \"nowhere\" not found")
+    );
 
     // A authorizes proxied requests as any other (upstream's handler chain
     // does), so she is refused there; on B directly, B asks A (TokenReview,

@@ -1,6 +1,11 @@
 //! `NamespaceLifecycle` (kube's `plugin/pkg/admission/namespace/lifecycle`):
 //! no new objects in a namespace that does not exist or is being
 //! terminated, and the system namespaces cannot be deleted.
+//!
+//! An aggregated server (one given `--kubeconfig`, the main server's)
+//! checks the main server's namespaces instead of its own, as
+//! sample-apiserver's plugin reads them through its core API client: its
+//! users create namespaces in the cluster, not in each extension server.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::{Attributes, Context, Error, Operation, Plugin, async_trait};
+use crate::webhook;
 use apiforge_core::builtin::core_v1::SYSTEM_NAMESPACES;
 use apiforge_core::meta::{Status, StatusCause, StatusDetails};
 
@@ -21,9 +27,83 @@ const FORCE_LIVE_LOOKUP_TTL: Duration = Duration::from_secs(30);
 /// Namespaces are read from the watch cache; from storage when the cache
 /// does not have the namespace (it may be new) or the namespace was
 /// deleted in the last 30 s (the cache may not show it terminating yet).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct NamespaceLifecycle {
     recently_deleted: Arc<Mutex<HashMap<String, Instant>>>,
+    /// The main server's namespaces, when this server is aggregated.
+    core_api: Option<Arc<CoreNamespaces>>,
+}
+
+impl std::fmt::Debug for NamespaceLifecycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NamespaceLifecycle")
+            .field("core_api", &self.core_api.as_ref().map(|c| c.client.url()))
+            .finish()
+    }
+}
+
+/// How long a namespace read from the main server is trusted (upstream's
+/// plugin reads an informer's cache, a little behind the main server).
+const CORE_API_CACHE_TTL: Duration = Duration::from_secs(2);
+
+/// Namespaces read from the main server: whether each is terminating,
+/// remembered for [`CORE_API_CACHE_TTL`]; a missing one is asked again.
+struct CoreNamespaces {
+    client: webhook::Client,
+    terminating: webhook::TtlCache<bool>,
+    /// A client per namespace path, so lookups reuse their connections.
+    clients: Mutex<HashMap<String, Arc<webhook::Client>>>,
+}
+
+/// Namespace clients kept before the map starts over.
+const MAX_NAMESPACE_CLIENTS: usize = 1024;
+
+impl CoreNamespaces {
+    /// Whether namespace `name` exists on the main server, and is
+    /// terminating; `live` skips what was remembered.
+    async fn get(&self, name: &str, live: bool) -> Result<Option<bool>, Error> {
+        if !live && let Some(terminating) = self.terminating.get(name) {
+            return Ok(Some(terminating));
+        }
+        let failed = |message: String| {
+            Error::status(Status::internal(format!(
+                "failed to look up namespace {name} on the main server: {message}"
+            )))
+        };
+        let client = {
+            let mut clients = self
+                .clients
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match clients.get(name) {
+                Some(client) => client.clone(),
+                None => {
+                    let client = Arc::new(
+                        self.client
+                            .at_path(&format!("/api/v1/namespaces/{name}"))
+                            .map_err(failed)?,
+                    );
+                    if clients.len() >= MAX_NAMESPACE_CLIENTS {
+                        clients.clear();
+                    }
+                    clients.insert(name.to_string(), client.clone());
+                    client
+                }
+            }
+        };
+        let (code, body) = client.get().await.map_err(|e| failed(e.to_string()))?;
+        if code == http::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !code.is_success() {
+            return Err(failed(format!("the main server answered {code}")));
+        }
+        let namespace: Value = serde_json::from_slice(&body).map_err(|e| failed(e.to_string()))?;
+        let terminating = is_terminating(&namespace);
+        self.terminating
+            .set(name.to_string(), terminating, CORE_API_CACHE_TTL);
+        Ok(Some(terminating))
+    }
 }
 
 impl NamespaceLifecycle {
@@ -33,6 +113,20 @@ impl NamespaceLifecycle {
     /// A new plugin instance.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A plugin that checks the namespaces of the main server `client`
+    /// reaches (an aggregated server's `--kubeconfig`) rather than this
+    /// server's own.
+    pub fn with_core_api(client: webhook::Client) -> Self {
+        NamespaceLifecycle {
+            core_api: Some(Arc::new(CoreNamespaces {
+                client,
+                terminating: webhook::TtlCache::default(),
+                clients: Mutex::default(),
+            })),
+            ..Self::default()
+        }
     }
 
     fn remember_deleted(&self, name: &str) {
@@ -98,11 +192,18 @@ impl Plugin for NamespaceLifecycle {
         if is_namespace || attrs.namespace.is_empty() {
             return Ok(());
         }
+        let ns = &attrs.namespace;
+        if let Some(core_api) = &self.core_api {
+            return match core_api.get(ns, self.deleted_recently(ns)).await? {
+                None => Err(namespace_not_found(ns)),
+                Some(true) => Err(terminating(attrs)),
+                Some(false) => Ok(()),
+            };
+        }
         let lookup = ctx.lookup();
         if !lookup.serves("", "v1", "namespaces") {
             return Ok(());
         }
-        let ns = &attrs.namespace;
         let cached = if self.deleted_recently(ns) {
             None
         } else {
@@ -118,16 +219,22 @@ impl Plugin for NamespaceLifecycle {
         if !is_terminating(&found) {
             return Ok(());
         }
-        Err(Error::forbidden(
-            attrs,
-            format_args!(
-                "unable to create new content in namespace {ns} because it is being terminated"
-            ),
-        )
-        .with_cause(StatusCause {
-            reason: "NamespaceTerminating".into(),
-            message: format!("namespace {ns} is being terminated"),
-            field: "metadata.namespace".into(),
-        }))
+        Err(terminating(attrs))
     }
+}
+
+/// Upstream's refusal of new content in a terminating namespace.
+fn terminating(attrs: &Attributes) -> Error {
+    let ns = &attrs.namespace;
+    Error::forbidden(
+        attrs,
+        format_args!(
+            "unable to create new content in namespace {ns} because it is being terminated"
+        ),
+    )
+    .with_cause(StatusCause {
+        reason: "NamespaceTerminating".into(),
+        message: format!("namespace {ns} is being terminated"),
+        field: "metadata.namespace".into(),
+    })
 }
