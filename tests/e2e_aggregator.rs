@@ -882,10 +882,11 @@ async fn custom_resource_group_versions_get_local_apiservices() {
     }
 }
 
-/// A backend that is not an API server: it answers the discovery of
-/// `wardle.example.com/v1beta1` (what the availability check asks) and
-/// switches every request carrying `Upgrade` to an echo of the bytes it
-/// receives, recording the front-proxy user it was told about.
+/// A backend that is not an API server: it answers the legacy discovery of
+/// `wardle.example.com/v1beta1` (what the availability check asks; no
+/// aggregated discovery, as servers before Kubernetes 1.26) and switches
+/// every request carrying `Upgrade` to an echo of the bytes it receives,
+/// recording the front-proxy user it was told about.
 struct EchoBackend {
     port: u16,
     users: Arc<Mutex<Vec<String>>>,
@@ -960,7 +961,11 @@ fn echo(
     if protocol.is_empty() {
         let body = if req.uri().path() == "/apis/wardle.example.com/v1beta1" {
             json!({"kind": "APIResourceList", "apiVersion": "v1",
-                "groupVersion": "wardle.example.com/v1beta1", "resources": []})
+                "groupVersion": "wardle.example.com/v1beta1", "resources": [
+                    {"name": "flunders", "singularName": "flunder", "namespaced": true,
+                     "kind": "Flunder", "verbs": ["get", "list"]},
+                    {"name": "flunders/exec", "singularName": "", "namespaced": true,
+                     "kind": "", "verbs": ["get"]}]})
         } else {
             json!({})
         };
@@ -1052,6 +1057,39 @@ async fn upgraded_connections_are_bridged_to_the_backend() {
             .expect("read echo");
         assert_eq!(echoed, message);
     }
+    // Its legacy resource list is in A's aggregated discovery, converted as
+    // kube-aggregator converts it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let wardle = loop {
+        let request = http::Request::get("/apis")
+            .header(
+                "accept",
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+            )
+            .body(Vec::new())
+            .expect("request");
+        let doc: Value = client.request(request).await.expect("aggregated discovery");
+        let found = doc["items"].as_array().and_then(|groups| {
+            groups
+                .iter()
+                .find(|g| g["metadata"]["name"] == "wardle.example.com")
+                .cloned()
+        });
+        if let Some(found) = found {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "wardle never in /apis: {doc}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let version = &wardle["versions"][0];
+    assert_eq!(version["version"], "v1beta1", "{wardle}");
+    assert_eq!(version["resources"][0]["resource"], "flunders", "{wardle}");
+    assert_eq!(version["resources"][0]["scope"], "Namespaced", "{wardle}");
+    assert_eq!(version["resources"][0]["responseKind"]["kind"], "Flunder");
+    assert_eq!(
+        version["resources"][0]["subresources"][0]["subresource"], "exec",
+        "{wardle}"
+    );
     assert_eq!(
         *backend.users.lock().expect("lock"),
         ["apiforge-admin"],

@@ -148,6 +148,17 @@ async fn read(aggregator: &Aggregator, backend: Arc<Backend>) -> RemoteVersion {
             .find(|v| v.get("version").and_then(Value::as_str) == Some(&backend.version))
             .cloned()
     });
+    if out.discovery.is_none() {
+        // A backend without aggregated discovery: its group version's
+        // resource list, converted as kube-aggregator converts it.
+        let path = format!("/apis/{}/{}", backend.group, backend.version);
+        out.discovery = json(
+            aggregator
+                .get(&backend, &path, "application/json", limit, true)
+                .await,
+        )
+        .and_then(|list| version_from_resource_list(&backend.version, &list));
+    }
     let v3_path = format!("/openapi/v3/apis/{}/{}", backend.group, backend.version);
     out.openapi_v3 = json(
         aggregator
@@ -172,4 +183,123 @@ async fn read(aggregator: &Aggregator, backend: Arc<Backend>) -> RemoteVersion {
         }
     }
     out
+}
+
+/// The aggregated discovery entry (`APIVersionDiscovery`) of a legacy
+/// `APIResourceList`, as upstream's `ConvertGroupVersionIntoToDiscovery`
+/// builds it: top-level resources first, then each subresource under its
+/// parent (a parent made up when missing); `None` when `list` is not a
+/// resource list or a subresource's scope differs from its parent's.
+pub fn version_from_resource_list(version: &str, list: &Value) -> Option<Value> {
+    let resources = list.get("resources")?.as_array()?;
+    let text = |r: &Value, key: &str| r.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+    let scope = |r: &Value| {
+        if r.get("namespaced").and_then(Value::as_bool) == Some(true) {
+            "Namespaced"
+        } else {
+            "Cluster"
+        }
+    };
+    let kind = |r: &Value| serde_json::json!({"group": text(r, "group"), "version": text(r, "version"), "kind": text(r, "kind")});
+    let mut out: Vec<Value> = Vec::new();
+    let mut parents: HashMap<String, usize> = HashMap::new();
+    for r in resources {
+        let name = text(r, "name");
+        if name.contains('/') {
+            continue;
+        }
+        let mut entry = serde_json::json!({
+            "resource": name,
+            "responseKind": kind(r),
+            "scope": scope(r),
+            "singularResource": text(r, "singularName"),
+            "verbs": r.get("verbs").cloned().unwrap_or(Value::Array(Vec::new())),
+        });
+        for key in ["shortNames", "categories"] {
+            if let Some(values) = r
+                .get(key)
+                .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+            {
+                entry[key] = values.clone();
+            }
+        }
+        parents.insert(name, out.len());
+        out.push(entry);
+    }
+    for r in resources {
+        let name = text(r, "name");
+        let Some((parent, sub)) = name.split_once('/') else {
+            continue;
+        };
+        let index = match parents.get(parent) {
+            Some(&index) => index,
+            None => {
+                parents.insert(parent.to_string(), out.len());
+                out.push(
+                    serde_json::json!({"resource": parent, "responseKind": {}, "scope": scope(r)}),
+                );
+                out.len() - 1
+            }
+        };
+        if out[index]["scope"] != scope(r) {
+            return None;
+        }
+        let response_kind = if text(r, "kind").is_empty() {
+            serde_json::json!({})
+        } else {
+            kind(r)
+        };
+        let subresource = serde_json::json!({
+            "subresource": sub,
+            "responseKind": response_kind,
+            "verbs": r.get("verbs").cloned().unwrap_or(Value::Array(Vec::new())),
+        });
+        match out[index]
+            .get_mut("subresources")
+            .and_then(Value::as_array_mut)
+        {
+            Some(subresources) => subresources.push(subresource),
+            None => out[index]["subresources"] = Value::Array(vec![subresource]),
+        }
+    }
+    Some(serde_json::json!({"version": version, "resources": out, "freshness": "Current"}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What upstream's conversion gives for sample-apiserver's legacy list.
+    #[test]
+    fn legacy_resource_lists_convert_as_upstream() {
+        let list = json!({"kind": "APIResourceList", "groupVersion": "wardle.example.com/v1beta1",
+        "resources": [
+            {"name": "flunders", "singularName": "flunder", "namespaced": true, "kind": "Flunder",
+             "verbs": ["create", "get", "list"], "shortNames": ["fl"], "categories": ["all"]},
+            {"name": "flunders/status", "singularName": "", "namespaced": true, "kind": "Flunder",
+             "verbs": ["get", "patch"]},
+            {"name": "orphans/scale", "singularName": "", "namespaced": false, "kind": "",
+             "verbs": ["get"]},
+        ]});
+        let v = version_from_resource_list("v1beta1", &list).expect("converted");
+        assert_eq!(
+            v,
+            json!({"version": "v1beta1", "freshness": "Current", "resources": [
+                {"resource": "flunders", "singularResource": "flunder", "scope": "Namespaced",
+                 "responseKind": {"group": "", "version": "", "kind": "Flunder"},
+                 "verbs": ["create", "get", "list"], "shortNames": ["fl"], "categories": ["all"],
+                 "subresources": [{"subresource": "status", "verbs": ["get", "patch"],
+                    "responseKind": {"group": "", "version": "", "kind": "Flunder"}}]},
+                {"resource": "orphans", "scope": "Cluster", "responseKind": {},
+                 "subresources": [{"subresource": "scale", "verbs": ["get"], "responseKind": {}}]},
+            ]})
+        );
+        // A subresource scoped unlike its parent is refused, as upstream.
+        let mismatched = json!({"resources": [
+            {"name": "a", "namespaced": true, "kind": "A", "verbs": []},
+            {"name": "a/status", "namespaced": false, "kind": "A", "verbs": []}]});
+        assert!(version_from_resource_list("v1", &mismatched).is_none());
+        assert!(version_from_resource_list("v1", &json!({"groups": []})).is_none());
+    }
 }
