@@ -8,6 +8,7 @@
 
 mod admission;
 mod options;
+mod snapshot;
 
 use std::sync::Arc;
 
@@ -60,6 +61,7 @@ fn main() -> anyhow::Result<()> {
         }
         options::Command::Openapi(opts) => write_openapi(&opts.out),
         options::Command::Crd(opts) => print_definitions(&opts),
+        options::Command::Snapshot(command) => snapshot::run(command),
     }
 }
 

@@ -25,6 +25,10 @@ pub(crate) enum Command {
     /// Print the CustomResourceDefinitions of the compiled-in kinds (for
     /// `kubectl apply -f -` into any cluster).
     Crd(CrdOptions),
+    /// Save or restore a snapshot of the embedded store (what etcdctl
+    /// snapshot save and etcdutl snapshot restore are for etcd).
+    #[command(subcommand)]
+    Snapshot(crate::snapshot::SnapshotCommand),
 }
 
 #[derive(Debug, Args)]

@@ -311,6 +311,12 @@ impl Client {
         self.uri.to_string()
     }
 
+    /// This client with each call limited to `timeout` instead.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     /// A client of the same server, TLS settings and credentials calling
     /// `path` under the URL's own path (as client-go appends an API path
     /// to a kubeconfig's `server`): a delegating server's TokenReview,

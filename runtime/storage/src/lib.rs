@@ -296,6 +296,18 @@ pub trait Storage: Send + Sync + 'static {
     fn watch_reconnecting(&self) -> bool {
         false
     }
+
+    /// Writes a consistent snapshot of the whole store to `dest` (the
+    /// embedded store's [`embedded::snapshot`]; etcd has
+    /// `etcdctl snapshot save` for this, and other backends answer
+    /// [`Error::Internal`]). Blocks: call it from `spawn_blocking`.
+    fn snapshot(&self, dest: &std::path::Path) -> Result<embedded::snapshot::SnapshotInfo> {
+        let _ = dest;
+        Err(Error::Internal(
+            "this storage backend takes no snapshots (on etcd, use etcdctl snapshot save)".into(),
+        ))
+    }
+
     /// The name of the backend's health check (`/livez/<name>`,
     /// `/readyz/<name>`): `etcd` as kube-apiserver's.
     fn health_check_name(&self) -> &'static str {

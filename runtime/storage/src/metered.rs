@@ -164,6 +164,10 @@ impl Storage for Metered {
     fn health_check_name(&self) -> &'static str {
         self.inner.health_check_name()
     }
+
+    fn snapshot(&self, dest: &std::path::Path) -> Result<crate::embedded::snapshot::SnapshotInfo> {
+        self.inner.snapshot(dest)
+    }
 }
 
 #[cfg(test)]

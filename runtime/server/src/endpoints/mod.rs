@@ -432,6 +432,47 @@ impl ApiServer {
     }
 
     /// Counts objects per resource into `apiserver_storage_objects`.
+    /// A consistent snapshot of the store (the embedded store's), as the
+    /// answer's body; its revision in `X-Snapshot-Revision`. Authorized as
+    /// any non-resource path (`get` on `/snapshot`: cluster admins).
+    async fn snapshot(&self) -> Response {
+        let Some((store, _)) = self.served.stores.iter().next() else {
+            return error_response(&Status::internal("no store").into());
+        };
+        let storage = store.storage().clone();
+        let file =
+            std::env::temp_dir().join(format!("apiforge-snapshot-{}.db", uuid::Uuid::new_v4()));
+        let taken = {
+            let file = file.clone();
+            tokio::task::spawn_blocking(move || {
+                let info = storage.snapshot(&file)?;
+                let bytes = std::fs::read(&file)
+                    .map_err(|e| apiforge_storage::Error::Internal(e.to_string()));
+                let _ = std::fs::remove_file(&file);
+                bytes.map(|b| (info, b))
+            })
+            .await
+        };
+        match taken {
+            Ok(Ok((info, bytes))) => {
+                let mut resp = bytes_response(
+                    StatusCode::OK,
+                    "application/octet-stream",
+                    Bytes::from(bytes),
+                );
+                if let Ok(v) = http::HeaderValue::from_str(&info.revision.to_string()) {
+                    resp.headers_mut().insert("x-snapshot-revision", v);
+                }
+                resp
+            }
+            Ok(Err(e)) => {
+                let _ = std::fs::remove_file(&file);
+                error_response(&Status::internal(format!("snapshot failed: {e}")).into())
+            }
+            Err(e) => error_response(&Status::internal(format!("snapshot failed: {e}")).into()),
+        }
+    }
+
     async fn update_storage_objects(&self) {
         let mut seen = std::collections::HashSet::new();
         for (store, _) in self.served.stores.iter() {
@@ -526,6 +567,7 @@ impl ApiServer {
                     Bytes::from(crate::metrics::global().render()),
                 )
             }
+            Route::Snapshot => self.snapshot().await,
             Route::Version => respond(
                 StatusCode::OK,
                 Format::Json,

@@ -53,6 +53,9 @@ pub(super) enum Route {
     Metrics,
     /// `/version`.
     Version,
+    /// `/snapshot`: a consistent copy of the embedded store (what
+    /// `apiforge snapshot save` asks a running server for).
+    Snapshot,
     /// `/api` or `/apis` (`"api"` or `"apis"`).
     DiscoveryRoot(&'static str),
     /// `/openapi/v3`.
@@ -106,6 +109,7 @@ impl ApiServer {
         let route = match path {
             "/metrics" => Route::Metrics,
             "/version" => Route::Version,
+            "/snapshot" => Route::Snapshot,
             "/api" => Route::DiscoveryRoot("api"),
             "/apis" => Route::DiscoveryRoot("apis"),
             "/openapi/v3" => Route::OpenApiV3Index,
@@ -131,9 +135,10 @@ impl ApiServer {
 }
 
 /// The server's paths that are matched exactly.
-const FIXED_PATHS: [&str; 6] = [
+const FIXED_PATHS: [&str; 7] = [
     "/metrics",
     "/version",
+    "/snapshot",
     "/api",
     "/apis",
     "/openapi/v3",

@@ -86,6 +86,7 @@
 
 mod codec;
 mod read;
+pub mod snapshot;
 mod watch;
 mod writer;
 
@@ -584,6 +585,10 @@ async fn compactor_loop(weak: Weak<Inner>, interval: Duration, keep: i64, start:
 impl Storage for EmbeddedStore {
     fn health_check_name(&self) -> &'static str {
         "embedded-store"
+    }
+
+    fn snapshot(&self, dest: &Path) -> Result<snapshot::SnapshotInfo> {
+        self.snapshot_to(dest)
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {

@@ -1240,3 +1240,65 @@ mod conformance_suite {
         large_value,
     );
 }
+
+/// A snapshot taken while the store serves holds exactly the state at its
+/// revision; restored into an empty directory, a store opened there serves
+/// it and goes on from that revision.
+#[tokio::test]
+async fn snapshots_are_consistent_and_restore_into_an_empty_directory() -> TestResult {
+    let tmp = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
+    let store = open(&tmp.path().join("a"))?;
+    for i in 0..50 {
+        store.create(&format!("/r/{i:02}"), b("v1")).await?;
+    }
+    let kv = store.get("/r/07", 0).await?.expect("present");
+    done(store.update("/r/07", kv.mod_revision, b("v2")).await?);
+    done(store.delete("/r/08", None).await?);
+    let at = store.current_revision().await?;
+    let file = tmp.path().join("snap.db");
+    let snapshot = {
+        let store = store.clone();
+        let file = file.clone();
+        tokio::task::spawn_blocking(move || store.snapshot_to(&file))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))??
+    };
+    assert_eq!((snapshot.revision, snapshot.keys), (at, 49));
+    assert!(snapshot.bytes > 0);
+    // Writes after the snapshot are not in it.
+    store.create("/r/late", b("x")).await?;
+
+    let restored_dir = tmp.path().join("b");
+    let info = snapshot::restore(&file, &restored_dir)?;
+    assert_eq!((info.revision, info.keys), (at, 49));
+    let restored = open(&restored_dir)?;
+    assert_eq!(restored.current_revision().await?, at);
+    assert_eq!(
+        restored.get("/r/07", 0).await?.map(|kv| kv.value),
+        Some(b("v2"))
+    );
+    assert_eq!(restored.get("/r/08", 0).await?, None);
+    assert_eq!(restored.get("/r/late", 0).await?, None);
+    assert_eq!(restored.count("/r/").await?, 49);
+    // History came along: the value before the update is still readable.
+    assert_eq!(
+        restored
+            .get("/r/07", kv.mod_revision)
+            .await?
+            .map(|kv| kv.value),
+        Some(b("v1"))
+    );
+    let next = restored.create("/r/new", b("y")).await?;
+    assert_eq!(next.mod_revision, at + 1);
+
+    // A directory that has a store is refused; so is a file that is not a
+    // snapshot.
+    let err = snapshot::restore(&file, &restored_dir).expect_err("has a store");
+    assert!(err.to_string().contains("already holds a store"), "{err}");
+    let junk = tmp.path().join("junk");
+    std::fs::write(&junk, b"not a database").map_err(|e| Error::Internal(e.to_string()))?;
+    let err = snapshot::restore(&junk, &tmp.path().join("c")).expect_err("junk");
+    assert!(err.to_string().contains("is not a snapshot"), "{err}");
+    assert!(!tmp.path().join("c").join(DB_FILE).exists());
+    Ok(())
+}
