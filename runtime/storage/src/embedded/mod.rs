@@ -226,7 +226,9 @@ struct Shared {
 struct Inner {
     dir: PathBuf,
     opts: EmbeddedOptions,
-    db: Mutex<Option<Arc<DbHandle>>>,
+    /// The open database; the writer replaces it when it reopens the
+    /// database after an I/O error.
+    db: Arc<Mutex<Option<Arc<DbHandle>>>>,
     tx: Mutex<Option<mpsc::Sender<Request>>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     compactor: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -339,8 +341,14 @@ impl EmbeddedStore {
         });
         let max_batch = opts.max_batch.max(1);
         let (tx, rx) = mpsc::channel(max_batch.saturating_mul(4));
+        let slot = Arc::new(Mutex::new(Some(Arc::clone(&handle))));
         let writer = writer::Writer::new(
-            Arc::clone(&handle),
+            writer::Database {
+                handle,
+                slot: Arc::clone(&slot),
+                path: db_path.clone(),
+                cache_size: opts.cache_size,
+            },
             rx,
             Arc::clone(&shared),
             current,
@@ -357,7 +365,7 @@ impl EmbeddedStore {
             inner: Arc::new(Inner {
                 dir: dir.to_path_buf(),
                 opts,
-                db: Mutex::new(Some(handle)),
+                db: slot,
                 tx: Mutex::new(Some(tx)),
                 writer: Mutex::new(Some(thread)),
                 compactor: Mutex::new(None),

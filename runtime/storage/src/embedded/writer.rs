@@ -1,7 +1,9 @@
 //! The single writer thread: group commit of all pending write requests.
 
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use redb::{Durability, ReadableTable, Table};
@@ -74,8 +76,31 @@ struct Committed {
     garbage_left: bool,
 }
 
+/// The writer's database: the open handle (none while a reopen failed),
+/// the slot readers take it from, and how to open it again.
+pub(super) struct Database {
+    pub(super) handle: Arc<DbHandle>,
+    pub(super) slot: Arc<Mutex<Option<Arc<DbHandle>>>>,
+    pub(super) path: PathBuf,
+    pub(super) cache_size: usize,
+}
+
+/// The room a reopen wants on the store's disk first, in bytes.
+const SPACE_PROBE: usize = 4 << 20;
+
+/// How long a reopen waits for reads still using the old database.
+const REOPEN_WAIT: Duration = Duration::from_secs(5);
+
 pub(super) struct Writer {
-    handle: Arc<DbHandle>,
+    /// The open database; `None` after a reopen that failed (its directory
+    /// lock kept in `lock` until the next attempt).
+    handle: Option<Arc<DbHandle>>,
+    lock: Option<std::fs::File>,
+    /// The first error of the I/O failure the database is in, if any.
+    last_io_error: Option<String>,
+    slot: Arc<Mutex<Option<Arc<DbHandle>>>>,
+    path: PathBuf,
+    cache_size: usize,
     rx: mpsc::Receiver<Request>,
     shared: Arc<Shared>,
     current: Revision,
@@ -87,7 +112,7 @@ pub(super) struct Writer {
 
 impl Writer {
     pub(super) fn new(
-        handle: Arc<DbHandle>,
+        db: Database,
         rx: mpsc::Receiver<Request>,
         shared: Arc<Shared>,
         current: Revision,
@@ -96,7 +121,12 @@ impl Writer {
         max_batch: usize,
     ) -> Self {
         Self {
-            handle,
+            handle: Some(db.handle),
+            lock: None,
+            last_io_error: None,
+            slot: db.slot,
+            path: db.path,
+            cache_size: db.cache_size,
             rx,
             shared,
             current,
@@ -158,8 +188,26 @@ impl Writer {
     /// Applies, commits and answers one batch; returns whether compacted
     /// history remains to be collected.
     fn process(&mut self, batch: Vec<Request>) -> bool {
+        if self.handle.is_none() {
+            self.reopen();
+        }
         let ops: Vec<&Op> = batch.iter().map(|r| &r.op).collect();
-        match self.commit(&ops, GC_PER_BATCH) {
+        let result = self.commit(&ops, GC_PER_BATCH);
+        let result = self.explain(result);
+        if matches!(result, Err(Error::Unavailable(_))) {
+            // An I/O error (a full disk) leaves redb refusing every later
+            // transaction until it is opened again: answer this batch, then
+            // reopen so that writes resume once the cause is gone.
+            let pending = self.answer(batch, result);
+            self.reopen();
+            return pending;
+        }
+        self.answer(batch, result)
+    }
+
+    /// Answers `batch` from the outcome of its commit.
+    fn answer(&mut self, batch: Vec<Request>, result: Result<Committed>) -> bool {
+        match result {
             Ok(done) => self.finish(done, batch),
             Err(e) if batch.len() > 1 => {
                 // Retry one by one so that one bad request cannot fail the
@@ -205,9 +253,117 @@ impl Writer {
         done.garbage_left
     }
 
+    /// Closes and opens the database again after an I/O error, as redb
+    /// asks: readers see the store closed (503) meanwhile. When the failed
+    /// commit did reach the disk after all, its events are published now,
+    /// so watchers miss nothing that is stored.
+    fn reopen(&mut self) {
+        // Reopening on a disk that is still full would fail and leave the
+        // store closed to readers too; the poisoned database still reads.
+        if let Err(e) = self.probe_space() {
+            tracing::debug!(error = %e, "no room on the store's disk yet; not reopening");
+            return;
+        }
+        let lock = match self.handle.take() {
+            Some(handle) => {
+                drop(super::lock(&self.slot).take());
+                let deadline = Instant::now() + REOPEN_WAIT;
+                while Arc::strong_count(&handle) > 1 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                match Arc::try_unwrap(handle) {
+                    Ok(DbHandle { db, _lock }) => {
+                        drop(db);
+                        _lock
+                    }
+                    Err(handle) => {
+                        tracing::warn!("reads still hold the embedded store; not reopened");
+                        *super::lock(&self.slot) = Some(Arc::clone(&handle));
+                        self.handle = Some(handle);
+                        return;
+                    }
+                }
+            }
+            None => match self.lock.take() {
+                Some(lock) => lock,
+                None => return,
+            },
+        };
+        let db = match redb::Builder::new()
+            .set_cache_size(self.cache_size)
+            .create(&self.path)
+        {
+            Ok(db) => db,
+            Err(e) => {
+                tracing::error!(error = %e, path = %self.path.display(), "cannot reopen the embedded store; writes fail until it can");
+                self.lock = Some(lock);
+                return;
+            }
+        };
+        let handle = Arc::new(DbHandle { db, _lock: lock });
+        match super::read::log_chunk(&handle.db, "", self.current, None) {
+            Ok(chunk) if !chunk.events.is_empty() => {
+                // Bounded chunks: a failed commit is one batch at most.
+                let events: Vec<Arc<Event>> = chunk.events.into_iter().map(Arc::new).collect();
+                self.current = chunk.scanned_to;
+                self.shared.committed.store(self.current, Ordering::Release);
+                super::lock(&self.shared.registry).publish(&events, self.current);
+                tracing::warn!(
+                    revision = self.current,
+                    "a commit reported as failed was stored; its events are published"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "reading the log after reopening failed"),
+        }
+        tracing::info!(path = %self.path.display(), revision = self.current, "reopened the embedded store after an I/O error");
+        self.last_io_error = None;
+        *super::lock(&self.slot) = Some(Arc::clone(&handle));
+        self.handle = Some(handle);
+    }
+
+    /// Whether [`SPACE_PROBE`] bytes can be written beside the database.
+    fn probe_space(&self) -> std::io::Result<()> {
+        use std::io::Write;
+        let probe = self.path.with_file_name(".space-probe");
+        let result = std::fs::File::create(&probe).and_then(|mut file| {
+            let chunk = vec![0u8; 64 * 1024];
+            for _ in 0..SPACE_PROBE / chunk.len() {
+                file.write_all(&chunk)?;
+            }
+            file.sync_all()
+        });
+        let _ = std::fs::remove_file(&probe);
+        result
+    }
+
+    /// The error of a failed commit as the client reads it: redb answers
+    /// every transaction after an I/O error with "Previous I/O error
+    /// occurred"; the first error (a full disk, say) says more.
+    fn explain(&mut self, result: Result<Committed>) -> Result<Committed> {
+        match result {
+            Err(Error::Unavailable(message)) if message.contains("Previous I/O error") => {
+                Err(Error::Unavailable(match &self.last_io_error {
+                    Some(first) => format!("{first} (writes resume once the disk has room again)"),
+                    None => message,
+                }))
+            }
+            Err(Error::Unavailable(message)) => {
+                self.last_io_error = Some(message.clone());
+                Err(Error::Unavailable(message))
+            }
+            other => other,
+        }
+    }
+
     /// Applies `ops` in one write transaction and commits it durably.
     fn commit(&self, ops: &[&Op], gc_limit: usize) -> Result<Committed> {
-        let mut txn = self.handle.db.begin_write().map_err(db_err)?;
+        let handle = self.handle.as_ref().ok_or_else(|| {
+            Error::Unavailable(
+                "embedded store: the database could not be reopened after an I/O error".into(),
+            )
+        })?;
+        let mut txn = handle.db.begin_write().map_err(db_err)?;
         txn.set_durability(Durability::Immediate).map_err(db_err)?;
         let mut state = BatchState {
             current: self.current,
