@@ -64,9 +64,8 @@ impl Unstructured {
         };
         let metadata = match fields.shift_remove("metadata") {
             None | Some(Value::Null) => ObjectMeta::default(),
-            Some(m) => {
-                ObjectMeta::deserialize(m).map_err(|e| DecodeError::Invalid(e.to_string()))?
-            }
+            Some(m) => super::go_json::from_value::<ObjectMeta>(m)
+                .map_err(|e| DecodeError::Invalid(e.to_string()))?,
         };
         Ok(Unstructured { metadata, fields })
     }

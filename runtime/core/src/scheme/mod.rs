@@ -20,6 +20,7 @@ use crate::validation::ErrorList;
 
 pub mod custom;
 pub mod definition;
+pub mod go_json;
 mod object;
 mod runtime_config;
 pub use object::{Object, typed_decodes};
@@ -180,15 +181,16 @@ where
     serde_json::to_value(&hub).map_err(|e| DecodeError::Invalid(e.to_string()))
 }
 
-/// Deserializes a body of version `V`, defaults it and converts it to the
-/// hub: the one typed decode of a request body.
+/// Deserializes a body of version `V` (its `null`s read as Go reads them:
+/// [`go_json`]), defaults it and converts it to the hub: the one typed
+/// decode of a request body.
 fn decode_hub<V, H>(body: Value) -> Result<H, DecodeError>
 where
     V: Strategy + Convert<H>,
     H: Resource,
 {
     object::count_decode();
-    let mut v: V = serde_json::from_value(body).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let mut v: V = go_json::from_value(body).map_err(|e| DecodeError::Invalid(e.to_string()))?;
     v.default_fields();
     Ok(v.into_hub())
 }

@@ -118,7 +118,8 @@ pub(super) const YAML_DECODE_STACK_BYTES: usize = 16 << 20;
 
 /// Decodes a YAML body on a thread with a large stack, nesting at most as
 /// deep as the JSON decoder allows (serde_json's 128 levels), so no body
-/// can exhaust the stack.
+/// can exhaust the stack, and expanding aliases only within a budget (so
+/// no "billion laughs" body can exhaust memory).
 pub(super) async fn decode_yaml(text: String) -> Result<Value, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
@@ -127,6 +128,10 @@ pub(super) async fn decode_yaml(text: String) -> Result<Value, String> {
         .spawn(move || {
             let mut budget = serde_saphyr::Budget::default();
             budget.max_depth = 128;
+            // Alias expansion (replays count as nodes and scalar bytes) is
+            // bounded before it allocates: at most as much scalar text as
+            // a body may hold, and the parser's 250,000 nodes.
+            budget.max_total_scalar_bytes = MAX_REQUEST_BODY_BYTES;
             let mut options = serde_saphyr::Options::default();
             options.budget = Some(budget);
             let decoded = serde_saphyr::from_str_with_options::<Value>(&text, options)
@@ -205,4 +210,53 @@ pub(super) fn check_body_kind(ctx: &Ctx<'_>, value: &Value, body: &[u8]) -> ApiR
         info.kind
     ))
     .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_yaml;
+
+    /// `a0: &a0 [x, x, ...]`, then each level `aN: &aN [*aN-1, ...]`:
+    /// `width`^`levels` leaves from a few hundred bytes.
+    fn laughs(levels: usize, width: usize) -> String {
+        let mut out = format!("a0: &a0 [{}]\n", vec!["lol"; width].join(", "));
+        for i in 1..=levels {
+            let prev = format!("*a{}", i - 1);
+            out.push_str(&format!(
+                "a{i}: &a{i} [{}]\n",
+                vec![prev.as_str(); width].join(", ")
+            ));
+        }
+        out
+    }
+
+    fn wide(anchors: usize, aliases_per_anchor: usize, scalar: usize) -> String {
+        let mut out = String::from("defs:\n");
+        for i in 0..anchors {
+            out.push_str(&format!("  - &d{i} \"{}\"\n", "x".repeat(scalar)));
+        }
+        out.push_str("uses:\n");
+        for i in 0..anchors {
+            for _ in 0..aliases_per_anchor {
+                out.push_str(&format!("  - *d{i}\n"));
+            }
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn alias_expansion_is_bounded() {
+        for (what, text) in [
+            ("billion laughs", laughs(9, 10)),
+            ("deep laughs", laughs(30, 2)),
+            ("wide aliases", wide(300, 10, 9_000)),
+        ] {
+            let err = decode_yaml(text).await.expect_err(what);
+            assert!(err.contains("budget breached"), "{what}: {err}");
+        }
+        // A body without aliases as large as a body may be still decodes.
+        let text = wide(300, 0, 10_000);
+        assert!(text.len() > 3_000_000);
+        assert!(decode_yaml(text).await.is_ok());
+    }
 }

@@ -345,6 +345,17 @@ pub(super) async fn patch(ctx: &Ctx<'_>, req: Request) -> ApiResult<Response> {
                 format!("strict decoding error: {}", issues.join(", ")),
             ));
         }
+        // kube-apiserver's `checkName` on the patched object: a patch that
+        // removes or renames the metadata's name is refused rather than
+        // given the URL's name.
+        let patched_name = apiforge_core::scheme::object_meta(&hub).name;
+        if patched_name != ctx.ri.name {
+            return Err(Status::bad_request(format!(
+                "the name of the object ({patched_name}) does not match the name on the URL ({})",
+                ctx.ri.name
+            ))
+            .into());
+        }
         let patched_rv = apiforge_core::scheme::object_meta(&hub).resource_version;
         match managed_fields::recorded_update(ctx, hub, dry_run).await {
             Ok((obj, _)) => {

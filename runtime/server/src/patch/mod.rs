@@ -12,6 +12,7 @@ pub mod fieldpath;
 pub mod fields;
 pub mod managed;
 pub mod merge_patch;
+pub mod operations;
 pub mod schema;
 pub mod strategic;
 pub mod structured;
@@ -23,6 +24,11 @@ use serde_json::Value;
 
 /// kube-apiserver's limit on the operations of one JSON patch.
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// The bytes the `copy` operations of one JSON patch may add in total
+/// (json-patch's `AccumulatedCopySizeLimit`, which kube-apiserver sets to
+/// its request body limit).
+pub const JSON_PATCH_MAX_COPY_BYTES: usize = crate::request::MAX_REQUEST_BODY_BYTES;
 
 /// The patch formats, by `Content-Type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +113,8 @@ pub fn apply_json_patch(doc: &Value, patch: &[u8]) -> Result<Value, PatchError> 
     let parsed: json_patch::Patch =
         serde_json::from_value(ops).map_err(|e| PatchError::Invalid(e.to_string()))?;
     let mut out = doc.clone();
-    json_patch::patch(&mut out, &parsed).map_err(|e| PatchError::Invalid(e.to_string()))?;
+    operations::apply(&mut out, &parsed, JSON_PATCH_MAX_COPY_BYTES)
+        .map_err(|e| PatchError::Invalid(e.message))?;
     Ok(out)
 }
 

@@ -43,10 +43,6 @@ use apiforge_core::scheme::{Kind, Object};
 use apiforge_core::validation::{self, ErrorList, FieldError};
 use apiforge_storage::{self as storage, KeyValue, Revision, Storage, WatchItem, WriteOutcome};
 
-/// The most bytes (keys and values) an object's annotations may hold
-/// (upstream's `TotalAnnotationSizeLimitB`).
-const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
-
 /// The registry store of one kind.
 #[derive(Clone)]
 pub struct Store {
@@ -270,43 +266,18 @@ impl Store {
         decode_kv(&self.kind, kv)
     }
 
-    /// Validation shared by create and update: the generic ObjectMeta rules.
+    /// Validation shared by create and update: upstream's generic
+    /// `ValidateObjectMetaAccessor` at `metadata`, with names as path
+    /// segments (scope, name and generateName, generation, labels,
+    /// annotations and their total size, owner references, finalizers,
+    /// managed fields), for every kind, compiled-in or custom.
     fn validate_meta(&self, meta: &ObjectMeta) -> ErrorList {
-        let mut errs = ErrorList::default();
-        if self.namespaced() && meta.namespace.is_empty() {
-            errs.push(FieldError::required("metadata.namespace", ""));
-        }
-        if !self.namespaced() && !meta.namespace.is_empty() {
-            errs.push(FieldError::forbidden(
-                "metadata.namespace",
-                "not allowed on this type",
-            ));
-        }
-        if meta.name.is_empty() {
-            errs.push(FieldError::required(
-                "metadata.name",
-                "name or generateName is required",
-            ));
-        } else {
-            for msg in validation::is_valid_path_segment_name(&meta.name) {
-                errs.push(FieldError::invalid("metadata.name", meta.name.clone(), msg));
-            }
-        }
-        // Upstream's ValidateAnnotationsSize (what refuses a client-side
-        // apply of a large CRD: its last-applied annotation is the whole
-        // definition).
-        let annotations: usize = meta
-            .annotations
-            .iter()
-            .map(|(k, v)| k.len() + v.len())
-            .sum();
-        if annotations > TOTAL_ANNOTATION_SIZE_LIMIT {
-            errs.push(FieldError::too_long(
-                "metadata.annotations",
-                TOTAL_ANNOTATION_SIZE_LIMIT,
-            ));
-        }
-        errs
+        validation::validate_object_meta(
+            meta,
+            self.namespaced(),
+            path_segment_name,
+            &validation::FieldPath::new("metadata"),
+        )
     }
 
     /// Creates `obj`, the JSON form of this kind's `version`, in
@@ -1402,6 +1373,16 @@ fn metadata_mut(obj: &mut Value) -> ApiResult<&mut serde_json::Map<String, Value
 pub fn set_resource_version(obj: &mut Value, rv: Revision) {
     if let Ok(meta) = metadata_mut(obj) {
         meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+}
+
+/// `path.ValidatePathSegmentName`: a name, or with `prefix` a
+/// generateName, that can be a segment of a URL path.
+fn path_segment_name(name: &str, prefix: bool) -> Vec<String> {
+    if prefix {
+        validation::is_valid_path_segment_prefix(name)
+    } else {
+        validation::is_valid_path_segment_name(name)
     }
 }
 

@@ -382,17 +382,12 @@ impl FieldSelector {
             return Ok(FieldSelector(out));
         }
         for term in split_unescaped(input, ',') {
-            let (field, negate, value) = if let Some(i) = find_unescaped(&term, "!=") {
-                (&term[..i], true, &term[i + 2..])
-            } else if let Some(i) = find_unescaped(&term, "==") {
-                (&term[..i], false, &term[i + 2..])
-            } else if let Some(i) = find_unescaped(&term, "=") {
-                (&term[..i], false, &term[i + 1..])
-            } else {
+            let Some((field, negate, value)) = split_term(&term) else {
                 return Err(format!(
                     "invalid selector: '{input}'; can't understand '{term}'"
                 ));
             };
+            let value = unescape(value)?;
             let field = field.trim().to_string();
             if !allowed.contains(&field.as_str()) {
                 // Upstream's DefaultMetaV1FieldSelectorConversion, the
@@ -402,7 +397,7 @@ impl FieldSelector {
                     "{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
                 ));
             }
-            out.push((field, negate, unescape(value)));
+            out.push((field, negate, value));
         }
         Ok(FieldSelector(out))
     }
@@ -450,23 +445,29 @@ fn split_unescaped(s: &str, sep: char) -> Vec<String> {
     out
 }
 
-fn find_unescaped(s: &str, pat: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' {
-            i += 2;
-            continue;
+/// Upstream's `splitTerm`: the field, whether the operator is `!=`, and
+/// the (still escaped) value, split at the first place where `!=`, `==`
+/// or `=` starts (in that order of preference at one place).
+fn split_term(term: &str) -> Option<(&str, bool, &str)> {
+    for (i, _) in term.char_indices() {
+        let rest = &term[i..];
+        if rest.starts_with("!=") {
+            return Some((&term[..i], true, &rest[2..]));
         }
-        if b[i..].starts_with(pat.as_bytes()) {
-            return Some(i);
+        if rest.starts_with("==") {
+            return Some((&term[..i], false, &rest[2..]));
         }
-        i += 1;
+        if rest.starts_with('=') {
+            return Some((&term[..i], false, &rest[1..]));
+        }
     }
     None
 }
 
-fn unescape(s: &str) -> String {
+/// A term's value with its `\` escapes resolved; an unescaped `=` (or
+/// `,`) is upstream's `UnescapedRune` error, which Go prints as the
+/// character's code point.
+fn unescape(s: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut escaped = false;
     for c in s.chars() {
@@ -475,11 +476,16 @@ fn unescape(s: &str) -> String {
             escaped = false;
         } else if c == '\\' {
             escaped = true;
+        } else if c == '=' || c == ',' {
+            return Err(format!(
+                "invalid field selector: unescaped character in value: {}",
+                u32::from(c)
+            ));
         } else {
             out.push(c);
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -579,5 +585,30 @@ mod tests {
             "\"spec.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
         assert!(FieldSelector::parse("nonsense", &allowed).is_err());
+    }
+
+    // apimachinery fields/selector.go: splitTerm splits at the first
+    // operator; UnescapeValue refuses an unescaped `=` in the value
+    // (UnescapedRune, its rune printed with %v: the code point).
+    #[test]
+    fn field_selector_value_with_an_unescaped_equals_sign() {
+        let allowed = ["metadata.name", "metadata.namespace"];
+        for input in [
+            "metadata.name==a==b",
+            "metadata.name=a=b",
+            "metadata.name!==x",
+        ] {
+            assert_eq!(
+                FieldSelector::parse(input, &allowed)
+                    .unwrap_err()
+                    .to_string(),
+                "invalid field selector: unescaped character in value: 61",
+                "{input}"
+            );
+        }
+        let s = FieldSelector::parse("metadata.name==a\\=b", &allowed).unwrap();
+        assert_eq!(s.exact("metadata.name"), Some("a=b"));
+        let s = FieldSelector::parse("metadata.name!=a", &allowed).unwrap();
+        assert_eq!(s.exact("metadata.name"), None);
     }
 }

@@ -573,9 +573,10 @@ fn apply_json_patch(value: &cel::Value, object: &Value) -> Result<Option<Value>,
     let patch: json_patch::Patch =
         serde_json::from_value(Value::Array(ops)).map_err(|e| format!("JSONPath: {e}"))?;
     let mut doc = object.clone();
-    match json_patch::patch(&mut doc, &patch) {
+    match crate::patch::operations::apply(&mut doc, &patch, crate::patch::JSON_PATCH_MAX_COPY_BYTES)
+    {
         Ok(()) => Ok(Some(doc)),
-        Err(e) if matches!(e.kind, json_patch::PatchErrorKind::TestFailed) => Ok(None),
+        Err(e) if e.test_failed => Ok(None),
         Err(e) => Err(format!("JSONPath: {e}")),
     }
 }

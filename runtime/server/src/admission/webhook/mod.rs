@@ -823,8 +823,8 @@ fn apply_patch(
     if ops.0.is_empty() {
         return Ok((attrs.object.clone().unwrap_or_default(), parsed));
     }
-    json_patch::patch(&mut doc, &ops)
-        .map_err(|e| Error::status(Status::internal(e.to_string())))?;
+    crate::patch::operations::apply(&mut doc, &ops, crate::patch::JSON_PATCH_MAX_COPY_BYTES)
+        .map_err(|e| Error::status(Status::internal(e.message)))?;
     let hub = match &attrs.codec {
         Some(codec) => codec
             .0
