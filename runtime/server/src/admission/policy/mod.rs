@@ -507,6 +507,54 @@ impl Activation {
     }
 }
 
+/// JSON converted straight into the interpreter's representation of a
+/// bound variable: the same value as binding
+/// [`apiforge_core::cel::to_cel`]'s result, without building that first.
+fn json_to_val(value: &Value) -> Box<dyn cel::common::value::Val> {
+    use cel::common::types::{
+        CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+    };
+    match value {
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Box::new(CelInt::from(i))
+            } else if let Some(u) = n.as_u64() {
+                Box::new(CelUInt::from(u))
+            } else {
+                Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN)))
+            }
+        }
+        Value::String(s) => Box::new(CelString::from(s.clone())),
+        Value::Array(items) => Box::new(CelList::from(
+            items.iter().map(json_to_val).collect::<Vec<_>>(),
+        )),
+        Value::Object(map) => Box::new(CelMap::from(
+            map.iter()
+                .map(|(k, v)| (CelMapKey::from(k.clone()), json_to_val(v)))
+                .collect::<HashMap<_, _>>(),
+        )),
+    }
+}
+
+/// The shared context of one request and version (see
+/// [`Activation::into_root`]), its objects converted from JSON directly.
+fn root_context(
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+    request: Option<&Value>,
+    namespace_object: cel::Value,
+) -> cel::Context<'static, 'static> {
+    let val = |v: Option<&Value>| v.map_or_else(|| json_to_val(&Value::Null), json_to_val);
+    let mut c = cel::Context::with_env(apiforge_core::apiextensions::cel_env());
+    c.add_variable_as_val("object", val(object));
+    c.add_variable_as_val("oldObject", val(old_object));
+    c.add_variable_as_val("request", val(request));
+    c.add_variable_from_value("namespaceObject", namespace_object);
+    c
+}
+
 /// One validation's outcome.
 enum Decision {
     Admit,
@@ -894,40 +942,21 @@ impl ValidatingAdmissionPolicies {
                             v
                         }
                     };
-                    let request = if uses.request {
+                    let request = uses.request.then(|| {
                         let target = Target {
                             group: &attrs.group,
                             version: &matched.version,
                             resource: &matched.resource,
                         };
                         let uid = uuid::Uuid::new_v4().to_string();
-                        let request = matching::admission_request(
-                            &uid,
-                            attrs,
-                            target,
-                            &matched.kind,
-                            None,
-                            None,
-                        );
-                        apiforge_core::cel::to_cel(&request)
-                    } else {
-                        cel::Value::Null
-                    };
-                    let to_cel =
-                        |v: Option<&Value>| v.map_or(cel::Value::Null, apiforge_core::cel::to_cel);
-                    let built = Arc::new(
-                        Activation {
-                            object: to_cel(object.as_ref()),
-                            old_object: if uses.old_object {
-                                to_cel(old.as_ref())
-                            } else {
-                                cel::Value::Null
-                            },
-                            request,
-                            namespace_object: ns_value,
-                        }
-                        .into_root(),
-                    );
+                        matching::admission_request(&uid, attrs, target, &matched.kind, None, None)
+                    });
+                    let built = Arc::new(root_context(
+                        object.as_ref(),
+                        old.as_ref().filter(|_| uses.old_object),
+                        request.as_ref(),
+                        ns_value,
+                    ));
                     activations.insert(matched.version.clone(), built.clone());
                     activation = Some(built);
                 }

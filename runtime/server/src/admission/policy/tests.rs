@@ -206,6 +206,38 @@ fn failed_variables() {
     assert!(!mentions("variables.ownerLen == 1", "owner"));
 }
 
+/// JSON converted straight to the interpreter's values reads as the
+/// same JSON converted to `cel::Value` and bound.
+#[test]
+fn direct_conversion_matches_to_cel() {
+    let object = json!({"a": [1, -2, 18446744073709551615u64, 1.5, "s", null, true, {"b": {}}], "c": {"d": []}});
+    let direct = root_context(
+        Some(&object),
+        None,
+        Some(&json!({"x": 1})),
+        cel::Value::Null,
+    );
+    let bound = Activation {
+        object: apiforge_core::cel::to_cel(&object),
+        old_object: cel::Value::Null,
+        request: apiforge_core::cel::to_cel(&json!({"x": 1})),
+        namespace_object: cel::Value::Null,
+    }
+    .into_root();
+    let env = apiforge_core::apiextensions::cel_env();
+    for e in [
+        "object",
+        "oldObject",
+        "request",
+        "object.a[2] == 18446744073709551615u",
+        "type(object.a[3])",
+        "object == request",
+    ] {
+        let p = env.compile(e).expect("compiles");
+        assert_eq!(p.execute(&direct).ok(), p.execute(&bound).ok(), "{e}");
+    }
+}
+
 /// The variables a policy may read are found by name in all its
 /// expressions; the ones none reads are not built.
 #[test]
@@ -279,13 +311,7 @@ fn policy_timing() {
         let old = t.elapsed().as_secs_f64() * 1e6 / f64::from(n);
         let t = Instant::now();
         for _ in 0..n {
-            let root = Activation {
-                object: apiforge_core::cel::to_cel(&object),
-                old_object: cel::Value::Null,
-                request: cel::Value::Null,
-                namespace_object: cel::Value::Null,
-            }
-            .into_root();
+            let root = root_context(Some(&object), None, None, cel::Value::Null);
             for _ in 0..policies {
                 let out = evaluate(&p, &root, &cel::Value::Null);
                 assert!(matches!(out.decisions[..], [Decision::Admit]));
