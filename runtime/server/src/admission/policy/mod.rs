@@ -167,6 +167,42 @@ struct Policy {
     variables: Vec<(String, Expression)>,
     validations: Vec<CompiledValidation>,
     audit_annotations: Vec<(String, Expression)>,
+    /// The activation variables its expressions may read.
+    uses: Uses,
+}
+
+/// Which of the costlier activation variables some expression may read,
+/// by a conservative scan of the sources (a CEL variable is only read by
+/// its name): the ones no policy reads are bound to null rather than
+/// built and converted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Uses {
+    old_object: bool,
+    request: bool,
+    namespace_object: bool,
+}
+
+impl Uses {
+    /// What the expressions `sources` may read.
+    fn of<'a>(sources: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut u = Uses::default();
+        for s in sources {
+            u = u.or(Uses {
+                old_object: s.contains("oldObject"),
+                request: s.contains("request"),
+                namespace_object: s.contains("namespaceObject"),
+            });
+        }
+        u
+    }
+
+    fn or(self, o: Uses) -> Uses {
+        Uses {
+            old_object: self.old_object || o.old_object,
+            request: self.request || o.request,
+            namespace_object: self.namespace_object || o.namespace_object,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -180,7 +216,24 @@ struct ParamSource {
 impl Policy {
     fn new(p: ValidatingAdmissionPolicy, ctx: &Context) -> Self {
         let spec = p.spec;
+        let uses = Uses::of(
+            spec.match_conditions
+                .iter()
+                .map(|c| c.expression.as_str())
+                .chain(spec.variables.iter().map(|v| v.expression.as_str()))
+                .chain(
+                    spec.validations
+                        .iter()
+                        .flat_map(|v| [v.expression.as_str(), v.message_expression.as_str()]),
+                )
+                .chain(
+                    spec.audit_annotations
+                        .iter()
+                        .map(|a| a.value_expression.as_str()),
+                ),
+        );
         Policy {
+            uses,
             name: p.metadata.name,
             resource_version: p.metadata.resource_version,
             params: spec.param_kind.as_ref().map(|pk| param_source(pk, ctx)),
@@ -429,14 +482,77 @@ struct Activation {
 
 impl Activation {
     fn context(&self, params: &cel::Value) -> cel::Context<'static, 'static> {
-        let mut c = cel::Context::with_env(apiforge_core::apiextensions::cel_env());
-        c.add_variable_from_value("object", self.object.clone());
-        c.add_variable_from_value("oldObject", self.old_object.clone());
-        c.add_variable_from_value("request", self.request.clone());
-        c.add_variable_from_value("namespaceObject", self.namespace_object.clone());
+        let mut c = Activation {
+            object: self.object.clone(),
+            old_object: self.old_object.clone(),
+            request: self.request.clone(),
+            namespace_object: self.namespace_object.clone(),
+        }
+        .into_root();
         c.add_variable_from_value("params", params.clone());
         c
     }
+
+    /// The activation as a CEL context of its own: binding a variable
+    /// converts the whole value into the interpreter's representation,
+    /// so a request's policies share one such context and each evaluation
+    /// runs in a child scope of it (with its params and variables).
+    fn into_root(self) -> cel::Context<'static, 'static> {
+        let mut c = cel::Context::with_env(apiforge_core::apiextensions::cel_env());
+        c.add_variable_from_value("object", self.object);
+        c.add_variable_from_value("oldObject", self.old_object);
+        c.add_variable_from_value("request", self.request);
+        c.add_variable_from_value("namespaceObject", self.namespace_object);
+        c
+    }
+}
+
+/// JSON converted straight into the interpreter's representation of a
+/// bound variable: the same value as binding
+/// [`apiforge_core::cel::to_cel`]'s result, without building that first.
+fn json_to_val(value: &Value) -> Box<dyn cel::common::value::Val> {
+    use cel::common::types::{
+        CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+    };
+    match value {
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Box::new(CelInt::from(i))
+            } else if let Some(u) = n.as_u64() {
+                Box::new(CelUInt::from(u))
+            } else {
+                Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN)))
+            }
+        }
+        Value::String(s) => Box::new(CelString::from(s.clone())),
+        Value::Array(items) => Box::new(CelList::from(
+            items.iter().map(json_to_val).collect::<Vec<_>>(),
+        )),
+        Value::Object(map) => Box::new(CelMap::from(
+            map.iter()
+                .map(|(k, v)| (CelMapKey::from(k.clone()), json_to_val(v)))
+                .collect::<HashMap<_, _>>(),
+        )),
+    }
+}
+
+/// The shared context of one request and version (see
+/// [`Activation::into_root`]), its objects converted from JSON directly.
+fn root_context(
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+    request: Option<&Value>,
+    namespace_object: cel::Value,
+) -> cel::Context<'static, 'static> {
+    let val = |v: Option<&Value>| v.map_or_else(|| json_to_val(&Value::Null), json_to_val);
+    let mut c = cel::Context::with_env(apiforge_core::apiextensions::cel_env());
+    c.add_variable_as_val("object", val(object));
+    c.add_variable_as_val("oldObject", val(old_object));
+    c.add_variable_as_val("request", val(request));
+    c.add_variable_from_value("namespaceObject", namespace_object);
+    c
 }
 
 /// One validation's outcome.
@@ -510,7 +626,11 @@ fn bind_variables(variables: &[(String, Expression)], ctx: &mut cel::Context<'_,
 }
 
 /// Evaluates `policy` for one param (`validator.Validate`).
-fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Outcome {
+fn evaluate(
+    policy: &Policy,
+    root: &cel::Context<'static, 'static>,
+    params: &cel::Value,
+) -> Outcome {
     let on_error = |message: String| {
         if policy.ignore_failures {
             Decision::Admit
@@ -521,7 +641,8 @@ fn evaluate(policy: &Policy, activation: &Activation, params: &cel::Value) -> Ou
             }
         }
     };
-    let mut ctx = activation.context(params);
+    let mut ctx = root.new_inner_scope();
+    ctx.add_variable_from_value("params", params.clone());
     match policy.conditions.evaluate_in(&ctx) {
         Ok(true) => {}
         Ok(false) => return Outcome::default(),
@@ -732,7 +853,11 @@ impl ValidatingAdmissionPolicies {
         // once for every policy matching in that version (converting the
         // object and building the request variable cost more than most
         // expressions).
-        let mut activations: HashMap<String, Arc<Activation>> = HashMap::new();
+        let mut activations: HashMap<String, Arc<cel::Context<'static, 'static>>> = HashMap::new();
+        let uses = snapshot
+            .hooks
+            .iter()
+            .fold(Uses::default(), |u, h| u.or(h.policy.uses));
         for hook in &snapshot.hooks {
             let policy = &hook.policy;
             let config_error =
@@ -770,7 +895,7 @@ impl ValidatingAdmissionPolicies {
                 Some(Ok(s)) => Some(s),
                 None => None,
             };
-            let mut activation: Option<Arc<Activation>> =
+            let mut activation: Option<Arc<cel::Context<'static, 'static>>> =
                 activations.get(&matched.version).cloned();
             let mut collector = Collector::default();
             for binding in &hook.bindings {
@@ -812,27 +937,26 @@ impl ValidatingAdmissionPolicies {
                     let ns_value = match &namespace {
                         Some(v) => v.clone(),
                         None => {
-                            let v = namespace_value(attrs, ctx).await?;
+                            let v = namespace_value(attrs, ctx, uses.namespace_object).await?;
                             namespace = Some(v.clone());
                             v
                         }
                     };
-                    let target = Target {
-                        group: &attrs.group,
-                        version: &matched.version,
-                        resource: &matched.resource,
-                    };
-                    let uid = uuid::Uuid::new_v4().to_string();
-                    let request =
-                        matching::admission_request(&uid, attrs, target, &matched.kind, None, None);
-                    let to_cel =
-                        |v: Option<&Value>| v.map_or(cel::Value::Null, apiforge_core::cel::to_cel);
-                    let built = Arc::new(Activation {
-                        object: to_cel(object.as_ref()),
-                        old_object: to_cel(old.as_ref()),
-                        request: apiforge_core::cel::to_cel(&request),
-                        namespace_object: ns_value,
+                    let request = uses.request.then(|| {
+                        let target = Target {
+                            group: &attrs.group,
+                            version: &matched.version,
+                            resource: &matched.resource,
+                        };
+                        let uid = uuid::Uuid::new_v4().to_string();
+                        matching::admission_request(&uid, attrs, target, &matched.kind, None, None)
                     });
+                    let built = Arc::new(root_context(
+                        object.as_ref(),
+                        old.as_ref().filter(|_| uses.old_object),
+                        request.as_ref(),
+                        ns_value,
+                    ));
                     activations.insert(matched.version.clone(), built.clone());
                     activation = Some(built);
                 }
@@ -895,13 +1019,22 @@ impl ValidatingAdmissionPolicies {
 }
 
 /// The `namespaceObject` variable: the request's namespace (null for
-/// cluster-scoped requests and for namespaces themselves).
-async fn namespace_value(attrs: &Attributes, ctx: &Context) -> Result<cel::Value, Error> {
+/// cluster-scoped requests and for namespaces themselves). The namespace
+/// is looked up (a missing one fails the request) even when no expression
+/// reads it (`used` false), but then not converted.
+async fn namespace_value(
+    attrs: &Attributes,
+    ctx: &Context,
+    used: bool,
+) -> Result<cel::Value, Error> {
     let is_namespace = attrs.group.is_empty() && attrs.kind == "Namespace";
     if attrs.namespace.is_empty() || is_namespace {
         return Ok(cel::Value::Null);
     }
     let ns = matching::namespace(ctx, &attrs.namespace).await?;
+    if !used {
+        return Ok(cel::Value::Null);
+    }
     Ok(apiforge_core::cel::to_cel(&namespace_object(&ns)))
 }
 

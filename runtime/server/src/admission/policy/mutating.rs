@@ -368,7 +368,7 @@ impl MutatingAdmissionPolicies {
         if invocations.is_empty() {
             return Ok(out);
         }
-        let namespace = namespace_value(attrs, ctx).await?;
+        let namespace = namespace_value(attrs, ctx, true).await?;
         let mut invoked_reinvocable: BTreeSet<String> = BTreeSet::new();
         for (policy, binding, matched, param) in &invocations {
             let key = invocation_key(&policy.name, binding, param);
