@@ -451,14 +451,14 @@ fn split_unescaped(s: &str, sep: char) -> Vec<String> {
 fn split_term(term: &str) -> Option<(&str, bool, &str)> {
     for (i, _) in term.char_indices() {
         let rest = &term[i..];
-        if rest.starts_with("!=") {
-            return Some((&term[..i], true, &rest[2..]));
+        if let Some(value) = rest.strip_prefix("!=") {
+            return Some((&term[..i], true, value));
         }
-        if rest.starts_with("==") {
-            return Some((&term[..i], false, &rest[2..]));
+        if let Some(value) = rest.strip_prefix("==") {
+            return Some((&term[..i], false, value));
         }
-        if rest.starts_with('=') {
-            return Some((&term[..i], false, &rest[1..]));
+        if let Some(value) = rest.strip_prefix('=') {
+            return Some((&term[..i], false, value));
         }
     }
     None
