@@ -51,13 +51,7 @@ fn dynamic(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource 
 /// retries 503 answers up to 15 times with a backoff of up to 1000 s; these
 /// tests look at the 503s themselves).
 async fn client_of(server: &Server) -> kube::Client {
-    use kube::config::{KubeConfigOptions, Kubeconfig};
-    let kc = Kubeconfig::read_from(server.kubeconfig()).expect("kubeconfig");
-    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .expect("config");
-    config.default_retry = false;
-    kube::Client::try_from(config).expect("client")
+    server.client_without_retries().await
 }
 
 /// GET `path` as the client's user: status and body.

@@ -57,18 +57,6 @@ fn run_mount(args: &[&str]) {
     );
 }
 
-/// A client of `server` that does not retry 5xx answers itself (kube-rs
-/// retries 503s with a backoff of up to minutes): the test sees each one.
-async fn client_of(server: &common::Server) -> kube::Client {
-    use kube::config::{KubeConfigOptions, Kubeconfig};
-    let kc = Kubeconfig::read_from(server.kubeconfig()).expect("kubeconfig");
-    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .expect("config");
-    config.default_retry = false;
-    kube::Client::try_from(config).expect("client")
-}
-
 fn config_map(name: &str, blob: &str) -> ConfigMap {
     serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -100,7 +88,7 @@ async fn a_full_disk_fails_writes_cleanly_and_they_resume() {
     let data = tmp.path().join("data");
     let mount = Mount::tmpfs(&data.join("store"), "6m");
     let mut server = common::Server::start_in(&data, common::free_port(), &[]).await;
-    let cms = Api::<ConfigMap>::namespaced(client_of(&server).await, "default");
+    let cms = Api::<ConfigMap>::namespaced(server.client_without_retries().await, "default");
     let blob = "x".repeat(300 * 1024);
     let mut acknowledged = Vec::new();
     let mut refusal = None;

@@ -128,6 +128,18 @@ impl Server {
         kube::Client::try_from(config).expect("client")
     }
 
+    /// A kube client from the admin kubeconfig that does not retry 5xx
+    /// answers itself (kube-rs retries 503s up to 15 times with a backoff of
+    /// up to 1000 s): for tests that look at those answers.
+    pub async fn client_without_retries(&self) -> kube::Client {
+        let kc = Kubeconfig::read_from(self.kubeconfig()).expect("read kubeconfig");
+        let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .expect("kubeconfig");
+        config.default_retry = false;
+        kube::Client::try_from(config).expect("client")
+    }
+
     /// Waits for `/readyz`; the log when the server exited or did not
     /// become ready in 30 s.
     async fn wait_ready(&mut self) -> Result<(), String> {
