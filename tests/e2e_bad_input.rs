@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 const FLUNDERS: &str = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders";
 const NAMESPACES: &str = "/api/v1/namespaces";
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 const JSON: &str = "application/json";
 const YAML: &str = "application/yaml";
 const MERGE: &str = "application/merge-patch+json";
@@ -140,6 +141,8 @@ async fn world(client: &kube::Client) -> Value {
         NAMESPACES.to_string(),
         format!("{FLUNDERS}/f1"),
         format!("{NAMESPACES}/bi-ns"),
+        CONFIGMAPS.to_string(),
+        format!("{CONFIGMAPS}/cm1"),
     ] {
         let r = send(client, "GET", &path, &[], Vec::new()).await;
         assert_eq!(r.code, 200, "GET {path}: {}", r.body);
@@ -212,7 +215,8 @@ async fn run(client: &kube::Client, cases: Vec<Case>) {
     );
 }
 
-/// A server with flunder `f1` (in `default`) and namespace `bi-ns`.
+/// A server with flunder `f1` (in `default`), namespace `bi-ns` and
+/// configmap `cm1` (in `default`, with a label and data).
 async fn fixture() -> (common::Server, kube::Client) {
     let server = common::Server::start().await;
     let client = server.client().await;
@@ -232,6 +236,15 @@ async fn fixture() -> (common::Server, kube::Client) {
         NAMESPACES,
         &[("content-type", JSON)],
         br#"{"metadata":{"name":"bi-ns"}}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = send(
+        &client,
+        "POST",
+        CONFIGMAPS,
+        &[("content-type", JSON)],
+        br#"{"metadata":{"name":"cm1","labels":{"app":"web"}},"data":{"k":"v"}}"#.to_vec(),
     )
     .await;
     assert_eq!(r.code, 201, "{}", r.body);
@@ -1017,4 +1030,235 @@ async fn inputs_upstream_accepts_are_accepted() {
         "{}",
         r.body
     );
+}
+
+/// Upstream's `ValidateObjectMetaAccessor` (apimachinery
+/// `pkg/api/validation/objectmeta.go`), which the generic store runs on
+/// every kind's create and update after the kind's own validation: label
+/// keys are qualified names and values at most 63 characters, annotation
+/// keys qualified names and all annotations at most 256 KiB, generation
+/// not negative, finalizers qualified names, owner references complete.
+/// Errors are at the map's or list's path, not the key's.
+fn object_meta_cases() -> Vec<Case> {
+    let cm1 = format!("{CONFIGMAPS}/cm1");
+    let name_part = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    let long = "a".repeat(64);
+    let big = "v".repeat(300 * 1024);
+    vec![
+        case("label key with a space", "POST", CONFIGMAPS, JSON,
+            r#"{"metadata":{"name":"x","labels":{"a b":"c"}},"data":{"k":"v"}}"#, INVALID,
+            exact(format!(r#"ConfigMap "x" is invalid: metadata.labels: Invalid value: "a b": {name_part}"#)))
+            .details(json!({"name": "x", "kind": "ConfigMap", "causes": [
+                {"reason": "FieldValueInvalid", "message": format!(r#"Invalid value: "a b": {name_part}"#), "field": "metadata.labels"}]})),
+        case("64-character label value", "POST", FLUNDERS, JSON,
+            format!(r#"{{"metadata":{{"name":"x","labels":{{"a":"{long}"}}}}}}"#), INVALID,
+            exact(format!(r#"Flunder.wardle.example.com "x" is invalid: metadata.labels: Invalid value: "{long}": must be no more than 63 characters"#))),
+        case("label key with a space", "POST", NAMESPACES, JSON,
+            r#"{"metadata":{"name":"x","labels":{"a b":"c"}}}"#, INVALID,
+            exact(format!(r#"Namespace "x" is invalid: metadata.labels: Invalid value: "a b": {name_part}"#))),
+        case("300 KiB of annotations", "POST", CONFIGMAPS, JSON,
+            format!(r#"{{"metadata":{{"name":"x","annotations":{{"a":"{big}"}}}}}}"#), INVALID,
+            exact(r#"ConfigMap "x" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes"#))
+            .details(json!({"name": "x", "kind": "ConfigMap", "causes": [
+                {"reason": "FieldValueTooLong", "message": "Too long: may not be more than 262144 bytes", "field": "metadata.annotations"}]})),
+        case("annotation key with a space", "POST", FLUNDERS, JSON,
+            r#"{"metadata":{"name":"x","annotations":{"a b":"c"}}}"#, INVALID,
+            exact(format!(r#"Flunder.wardle.example.com "x" is invalid: metadata.annotations: Invalid value: "a b": {name_part}"#))),
+        case("negative generation", "POST", CONFIGMAPS, JSON,
+            r#"{"metadata":{"name":"x","generation":-1}}"#, INVALID,
+            exact(r#"ConfigMap "x" is invalid: metadata.generation: Invalid value: -1: must be greater than or equal to 0"#)),
+        case("finalizer with a space", "POST", CONFIGMAPS, JSON,
+            r#"{"metadata":{"name":"x","finalizers":["a b"]}}"#, INVALID,
+            exact(format!(r#"ConfigMap "x" is invalid: metadata.finalizers: Invalid value: "a b": {name_part}"#))),
+        case("owner reference without a kind", "POST", CONFIGMAPS, JSON,
+            r#"{"metadata":{"name":"x","ownerReferences":[{"apiVersion":"v1","kind":"","name":"o","uid":"u"}]}}"#, INVALID,
+            exact(r#"ConfigMap "x" is invalid: metadata.ownerReferences.kind: Invalid value: "": kind must not be empty"#)),
+        case("label key with a space", "PUT", &cm1, JSON,
+            r#"{"metadata":{"name":"cm1","labels":{"a b":"c"}},"data":{"k":"v"}}"#, INVALID,
+            exact(format!(r#"ConfigMap "cm1" is invalid: metadata.labels: Invalid value: "a b": {name_part}"#))),
+        case("label key with a space", "PATCH", &cm1, MERGE,
+            r#"{"metadata":{"labels":{"a b":"c"}}}"#, INVALID,
+            exact(format!(r#"ConfigMap "cm1" is invalid: metadata.labels: Invalid value: "a b": {name_part}"#))),
+    ]
+}
+
+/// JSON patches kube-apiserver refuses (`handlers/patch.go` with
+/// `gopkg.in/evanphx/json-patch.v4`): copies beyond
+/// `AccumulatedCopySizeLimit` (the 3 MiB body limit) and operations on
+/// the root are 422s without details (`NewGenericServerResponse`); a
+/// patched object that lost its name fails `checkName` (400). Also the
+/// field selector whose value holds an unescaped `=` (apimachinery
+/// `fields.UnescapeValue`, `UnescapedRune` printed with `%v`).
+fn hostile_patch_cases() -> Vec<Case> {
+    let cm1 = format!("{CONFIGMAPS}/cm1");
+    let rejected = || exact("the server rejected our request due to an error in our request");
+    // Each copy doubles /x: 40 of them would be 2^40 KiB.
+    let mut ops = vec![json!({"op": "add", "path": "/x", "value": {"a": "x".repeat(1024)}})];
+    for i in 0..40 {
+        ops.push(json!({"op": "copy", "from": "/x", "path": format!("/x/c{i}")}));
+    }
+    let amplification = Value::Array(ops).to_string();
+    let no_name = || exact("the name of the object () does not match the name on the URL (cm1)");
+    vec![
+        case(
+            "doubling copies",
+            "PATCH",
+            &cm1,
+            JSON_PATCH,
+            amplification,
+            INVALID,
+            rejected(),
+        )
+        .details(json!({})),
+        case(
+            "move to the root, then a failed test",
+            "PATCH",
+            &cm1,
+            JSON_PATCH,
+            r#"[{"op":"move","path":"","from":"/data"},{"op":"test","path":"/x","value":1}]"#,
+            INVALID,
+            rejected(),
+        )
+        .details(json!({})),
+        case(
+            "add at the root",
+            "PATCH",
+            &cm1,
+            JSON_PATCH,
+            r#"[{"op":"add","path":"","value":{}}]"#,
+            INVALID,
+            rejected(),
+        ),
+        case(
+            "remove /metadata",
+            "PATCH",
+            &cm1,
+            JSON_PATCH,
+            r#"[{"op":"remove","path":"/metadata"}]"#,
+            BAD_REQUEST,
+            no_name(),
+        ),
+        case(
+            "replace the root with {}",
+            "PATCH",
+            &cm1,
+            JSON_PATCH,
+            r#"[{"op":"replace","path":"","value":{}}]"#,
+            BAD_REQUEST,
+            no_name(),
+        ),
+        case(
+            "merge patch removing the name",
+            "PATCH",
+            &cm1,
+            MERGE,
+            r#"{"metadata":{"name":null}}"#,
+            BAD_REQUEST,
+            no_name(),
+        ),
+        case(
+            "fieldSelector metadata.name==a==b",
+            "GET",
+            &format!("{CONFIGMAPS}?fieldSelector=metadata.name%3D%3Da%3D%3Db"),
+            "",
+            "",
+            BAD_REQUEST,
+            exact("invalid field selector: unescaped character in value: 61"),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn hostile_metadata_and_patches_get_upstream_status_and_change_nothing() {
+    let (server, client) = fixture().await;
+    let mut cases = object_meta_cases();
+    cases.extend(hostile_patch_cases());
+    run(&client, cases).await;
+
+    // The doubling copies stop at the limit: a small answer, quickly.
+    let mut ops = vec![json!({"op": "add", "path": "/x", "value": {"a": "x".repeat(1024)}})];
+    for i in 0..40 {
+        ops.push(json!({"op": "copy", "from": "/x", "path": format!("/x/c{i}")}));
+    }
+    let started = std::time::Instant::now();
+    let r = send(
+        &client,
+        "PATCH",
+        &format!("{CONFIGMAPS}/cm1"),
+        &[("content-type", JSON_PATCH)],
+        Value::Array(ops).to_string().into_bytes(),
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!(r.code, 422, "{}", r.body);
+    eprintln!("40 doubling copies: 422 in {took:?}");
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(
+        !server.log().contains("panicked"),
+        "the server panicked:\n{}",
+        server.log()
+    );
+}
+
+/// Go's `encoding/json` reads `null` into a map, slice or pointer as nil
+/// and leaves other fields alone: kube-apiserver takes `null` metadata
+/// fields and `spec` as absent, on create, update and in patches.
+#[tokio::test]
+async fn nulls_are_absent() {
+    let (_server, client) = fixture().await;
+    let ct = [("content-type", JSON)];
+    let nulls = r#""labels":null,"annotations":null,"resourceVersion":null,"finalizers":null,"ownerReferences":null"#;
+    let r = send(
+        &client,
+        "POST",
+        CONFIGMAPS,
+        &ct,
+        format!(r#"{{"metadata":{{"name":"nulls",{nulls}}},"data":null}}"#).into_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.body["metadata"].get("labels").is_none(), "{}", r.body);
+    let r = send(
+        &client,
+        "POST",
+        FLUNDERS,
+        &ct,
+        format!(r#"{{"metadata":{{"name":"nulls",{nulls}}},"spec":null}}"#).into_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = send(
+        &client,
+        "POST",
+        NAMESPACES,
+        &ct,
+        format!(r#"{{"metadata":{{"name":"nulls",{nulls}}},"spec":null}}"#).into_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+
+    // An update with nulls: no resourceVersion (unconditional), no labels.
+    let r = send(
+        &client,
+        "PUT",
+        &format!("{CONFIGMAPS}/cm1"),
+        &ct,
+        format!(r#"{{"metadata":{{"name":"cm1",{nulls}}},"data":{{"k":"v2"}}}}"#).into_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["data"], json!({"k": "v2"}));
+    assert!(r.body["metadata"].get("labels").is_none(), "{}", r.body);
+
+    // A JSON patch that sets them to null.
+    let r = send(
+        &client,
+        "PATCH",
+        &format!("{FLUNDERS}/f1"),
+        &[("content-type", JSON_PATCH)],
+        br#"[{"op":"add","path":"/metadata/labels","value":null},{"op":"add","path":"/metadata/finalizers","value":null},{"op":"replace","path":"/spec","value":null}]"#.to_vec(),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.body);
+    assert_eq!(r.body["metadata"]["name"], "f1");
 }
