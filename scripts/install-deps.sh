@@ -3,6 +3,7 @@
 #   protoc      (etcd-client's build script compiles etcd's protobuf definitions;
 #                with libprotobuf-dev for the well-known .proto files)
 #   etcd        (the etcd3 storage backend's tests start a throwaway etcd)
+#   mdbook      (the user guide is built and its links checked)
 # kubectl is expected on the machine (the smoke tests say so clearly if it is missing).
 # Idempotent: does nothing when everything is there.
 # Usage: install-deps.sh [--build-only]   (--build-only: just what building needs)
@@ -30,6 +31,14 @@ if [ ${#need[@]} -gt 0 ]; then
   if [[ " ${need[*]} " == *" etcd-server "* ]]; then
     ($SUDO systemctl disable --now etcd >/dev/null 2>&1 || $SUDO service etcd stop >/dev/null 2>&1 || true)
   fi
+fi
+
+# mdBook builds the user guide (docs/); Debian 12 does not package it, so
+# it comes from crates.io (a few minutes' build, once per machine).
+MDBOOK_VERSION=0.5.4
+if [ $build_only -eq 0 ] && ! mdbook --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then
+  echo "install-deps: installing mdbook $MDBOOK_VERSION with cargo" >&2
+  cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features --quiet
 fi
 
 command -v protoc >/dev/null || { echo "install-deps: protoc is still missing" >&2; exit 1; }

@@ -18,6 +18,10 @@ echo "== cargo build"
 cargo build --workspace --all-targets --locked
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== user guide: mdbook build docs, relative links"
+# Its Rust samples are compiled by cargo test (apiforge-runtime doctests).
+mdbook build docs
+python3 scripts/check-doc-links.py .
 echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee target/test-output.log
 # cargo test prints one summary per test binary; end with the total.

@@ -82,3 +82,6 @@ pub use apiforge_storage as storage;
 /// `apiforge-macros` names the runtime. Not a public API.
 #[doc(hidden)]
 pub use apiforge_core::codegen;
+
+#[cfg(doctest)]
+mod guide;

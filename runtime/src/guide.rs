@@ -1,0 +1,11 @@
+//! The user guide's Rust samples (`docs/`, an mdBook), compiled as
+//! doctests of this crate so that a sample that stops compiling fails the
+//! test run. Only built for `cargo test --doc`.
+
+/// `docs/defining-a-group.md`.
+#[doc = include_str!("../../docs/defining-a-group.md")]
+pub struct DefiningAGroup;
+
+/// `docs/guide/attributes.md`: the macros' own samples, generated.
+#[doc = include_str!("../../docs/guide/attributes.md")]
+pub struct Attributes;
