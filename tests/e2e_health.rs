@@ -168,3 +168,25 @@ async fn metrics_in_prometheus_text_format() {
         has(&format!("\n{name} "));
     }
 }
+
+/// The data directory's secrets and the store are readable by the server's
+/// owner only (0600 files, a 0700 store directory), as etcd keeps its data
+/// directory and kube-apiserver its keys.
+#[tokio::test]
+async fn credentials_and_the_store_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = common::Server::start().await;
+    let mode = |path: &str| {
+        let path = server.data_dir.join(path);
+        std::fs::metadata(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("store"), 0o700, "store directory");
+    assert_eq!(mode("store/store.redb"), 0o600, "database file");
+    assert_eq!(mode("admin.token"), 0o600, "admin token");
+    assert_eq!(mode("admin.kubeconfig"), 0o600, "admin kubeconfig");
+    assert_eq!(mode("apiserver.key"), 0o600, "serving key");
+}

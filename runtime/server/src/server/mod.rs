@@ -143,7 +143,11 @@ pub async fn run(
     version: VersionInfo,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Error> {
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Io(config.data_dir.clone(), e))?;
+    // Created for its owner only: it holds the serving key and the admin
+    // credentials (an existing directory keeps the mode it was given).
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&config.data_dir)
+        .map_err(|e| Error::Io(config.data_dir.clone(), e))?;
     let advertise = config.advertise_address.unwrap_or(config.bind_address);
     let (cert, key, ca) = match (&config.tls_cert_file, &config.tls_private_key_file) {
         (Some(cert), Some(key)) => (cert.clone(), key.clone(), cert.clone()),

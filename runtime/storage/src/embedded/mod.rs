@@ -96,6 +96,7 @@ mod tests;
 use std::fmt;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -268,18 +269,14 @@ impl EmbeddedStore {
     /// [`EmbeddedStore::start_compactor`]); outside one, call that method
     /// later from within a runtime.
     pub fn open(dir: &Path, opts: EmbeddedOptions) -> Result<EmbeddedStore> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Error::Unavailable(format!(
-                "cannot create data directory {}: {e}",
-                dir.display()
-            ))
-        })?;
+        private_dir(dir)?;
         let lock_path = dir.join(LOCK_FILE);
         let mut lock_file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
             .open(&lock_path)
             .map_err(|e| {
                 Error::Unavailable(format!(
@@ -309,6 +306,7 @@ impl EmbeddedStore {
         }
 
         let db_path = dir.join(DB_FILE);
+        private_file(&db_path)?;
         let db = redb::Builder::new()
             .set_cache_size(opts.cache_size)
             .create(&db_path)
@@ -756,4 +754,40 @@ impl Snapshot {
             compacted,
         })
     }
+}
+
+/// Creates the store's directory readable by its owner only (0700, as
+/// etcd's data directory), and tightens an existing one to that: it holds
+/// every object, Secrets included.
+fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let cannot = |e: std::io::Error| {
+        Error::Unavailable(format!(
+            "cannot create data directory {}: {e}",
+            dir.display()
+        ))
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(cannot)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(cannot)
+}
+
+/// Creates the database file readable by its owner only (0600; redb would
+/// create it with the umask's mode), and tightens an existing one.
+fn private_file(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let cannot = |e: std::io::Error| {
+        Error::Unavailable(format!("cannot open database {}: {e}", path.display()))
+    };
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(cannot)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(cannot)
 }

@@ -1302,3 +1302,32 @@ async fn snapshots_are_consistent_and_restore_into_an_empty_directory() -> TestR
     assert!(!tmp.path().join("c").join(DB_FILE).exists());
     Ok(())
 }
+
+#[tokio::test]
+async fn the_store_is_private_to_its_owner() -> TestResult {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
+    let store_dir = dir.path().join("store");
+    let mode = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.permissions().mode() & 0o777)
+            .map_err(|e| Error::Internal(e.to_string()))
+    };
+    {
+        let _store = open(&store_dir)?;
+        assert_eq!(mode(&store_dir)?, 0o700);
+        assert_eq!(mode(&store_dir.join(DB_FILE))?, 0o600);
+        assert_eq!(mode(&store_dir.join(LOCK_FILE))?, 0o600);
+    }
+    // A store made before modes were set (or by hand) is tightened.
+    let loose = |p: &Path, m| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m))
+            .map_err(|e| Error::Internal(e.to_string()))
+    };
+    loose(&store_dir, 0o755)?;
+    loose(&store_dir.join(DB_FILE), 0o644)?;
+    let _store = open(&store_dir)?;
+    assert_eq!(mode(&store_dir)?, 0o700);
+    assert_eq!(mode(&store_dir.join(DB_FILE))?, 0o600);
+    Ok(())
+}
