@@ -40,12 +40,33 @@ pub fn ensure_self_signed(dir: &Path, extra: &[String]) -> Result<CertPaths, Err
         key: dir.join("apiserver.key"),
     };
     if paths.ca.exists() && paths.cert.exists() && paths.key.exists() {
-        return Ok(paths);
+        // Generated certificates are renewed (CA included: the admin
+        // kubeconfig is rewritten at every start) when they near expiry.
+        match read_certs(&paths.cert)
+            .ok()
+            .and_then(|chain| chain.first().and_then(|c| not_after(c)))
+        {
+            Some(end) if end - jiff::Timestamp::now().as_second() > RENEW_BEFORE_SECONDS => {
+                return Ok(paths);
+            }
+            Some(end) => tracing::warn!(
+                cert = %paths.cert.display(),
+                not_after = %format_unix(end),
+                "the generated serving certificate expires within 30 days or has expired; generating a new CA and serving certificate"
+            ),
+            None => tracing::warn!(
+                cert = %paths.cert.display(),
+                "cannot read the validity of the generated serving certificate; generating a new CA and serving certificate"
+            ),
+        }
     }
     let tls = |e: rcgen::Error| Error::Tls(e.to_string());
+    let (not_before, not_after) = self_signed_validity()?;
     let ca_key = KeyPair::generate().map_err(tls)?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls)?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.not_before = not_before;
+    ca_params.not_after = not_after;
     ca_params.distinguished_name.push(
         DnType::CommonName,
         format!("apiforge-ca@{}", jiff::Timestamp::now().as_second()),
@@ -73,6 +94,8 @@ pub fn ensure_self_signed(dir: &Path, extra: &[String]) -> Result<CertPaths, Err
         .distinguished_name
         .push(DnType::CommonName, "apiforge");
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.not_before = not_before;
+    params.not_after = not_after;
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
         KeyUsagePurpose::KeyEncipherment,
@@ -89,6 +112,83 @@ pub fn ensure_self_signed(dir: &Path, extra: &[String]) -> Result<CertPaths, Err
     )?;
     write_file(&paths.key, key.serialize_pem().as_bytes(), 0o600)?;
     Ok(paths)
+}
+
+/// How long generated certificates are valid: one year from an hour
+/// before their creation, as client-go's `certutil` makes kube-apiserver's
+/// self-signed serving certificates.
+const SELF_SIGNED_VALIDITY_SECONDS: i64 = 365 * 24 * 3600;
+
+/// Generated certificates are renewed at start-up, and every serving
+/// certificate is warned about, this long before they expire.
+const RENEW_BEFORE_SECONDS: i64 = 30 * 24 * 3600;
+
+fn self_signed_validity() -> Result<(time::OffsetDateTime, time::OffsetDateTime), Error> {
+    let from = jiff::Timestamp::now().as_second() - 3600;
+    let at = |secs| {
+        time::OffsetDateTime::from_unix_timestamp(secs).map_err(|e| Error::Tls(e.to_string()))
+    };
+    Ok((at(from)?, at(from + SELF_SIGNED_VALIDITY_SECONDS)?))
+}
+
+/// The end of a DER certificate's validity (`notAfter`), in Unix seconds;
+/// `None` when it does not parse as an X.509 certificate.
+pub fn not_after(cert: &CertificateDer<'_>) -> Option<i64> {
+    use yasna::tags::{TAG_GENERALIZEDTIME, TAG_UTCTIME};
+    let read_time = |r: yasna::BERReader<'_, '_>| -> yasna::ASN1Result<i64> {
+        if r.lookahead_tag()? == TAG_UTCTIME {
+            Ok(r.read_utctime()?.datetime().unix_timestamp())
+        } else if r.lookahead_tag()? == TAG_GENERALIZEDTIME {
+            Ok(r.read_generalized_time()?.datetime().unix_timestamp())
+        } else {
+            Err(yasna::ASN1Error::new(yasna::ASN1ErrorKind::Invalid))
+        }
+    };
+    yasna::parse_der(cert.as_ref(), |r| {
+        r.read_sequence(|r| {
+            let end = r.next().read_sequence(|tbs| {
+                // version [0] (optional), serialNumber, signature, issuer
+                tbs.read_optional(|r| r.read_tagged(yasna::Tag::context(0), |r| r.read_der()))?;
+                tbs.next().read_der()?;
+                tbs.next().read_der()?;
+                tbs.next().read_der()?;
+                let end = tbs.next().read_sequence(|v| {
+                    v.next().read_der()?;
+                    read_time(v.next())
+                })?;
+                // subject, subjectPublicKeyInfo, then the optional rest
+                tbs.next().read_der()?;
+                tbs.next().read_der()?;
+                while tbs.read_optional(|r| r.read_der())?.is_some() {}
+                Ok(end)
+            })?;
+            r.next().read_der()?; // signatureAlgorithm
+            r.next().read_der()?; // signatureValue
+            Ok(end)
+        })
+    })
+    .ok()
+}
+
+fn format_unix(secs: i64) -> String {
+    jiff::Timestamp::from_second(secs)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| secs.to_string())
+}
+
+/// Logs a warning when the serving certificate in `path` expires within 30
+/// days, an error when it has expired (clients then refuse the server).
+pub fn warn_on_expiry(path: &Path) {
+    let Ok(chain) = read_certs(path) else { return };
+    let Some(end) = chain.first().and_then(|c| not_after(c)) else {
+        return;
+    };
+    let left = end - jiff::Timestamp::now().as_second();
+    if left <= 0 {
+        tracing::error!(cert = %path.display(), not_after = %format_unix(end), "the serving certificate has expired; clients will refuse this server");
+    } else if left <= RENEW_BEFORE_SECONDS {
+        tracing::warn!(cert = %path.display(), not_after = %format_unix(end), days_left = left / 86_400, "the serving certificate expires soon");
+    }
 }
 
 /// Writes a file atomically (temp file + rename) with the given mode.
@@ -373,14 +473,22 @@ impl DynamicServerConfig {
     }
 
     /// Checks the files every [`RELOAD_INTERVAL`] until `stop` turns true.
+    /// Also logs, at start and every 12 hours, when the serving
+    /// certificate nears expiry.
     pub async fn watch(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(RELOAD_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut expiry = tokio::time::interval(std::time::Duration::from_secs(12 * 3600));
+        expiry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = tick.tick() => {
                     let this = self.clone();
                     let _ = tokio::task::spawn_blocking(move || this.reload_if_changed()).await;
+                }
+                _ = expiry.tick() => {
+                    let cert = self.files.cert.clone();
+                    let _ = tokio::task::spawn_blocking(move || warn_on_expiry(&cert)).await;
                 }
                 r = stop.changed() => if r.is_err() || *stop.borrow() { return },
             }
@@ -409,6 +517,56 @@ pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generated_certificates_are_valid_for_one_year() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let paths = ensure_self_signed(dir.path(), &[]).expect("generated");
+        let now = jiff::Timestamp::now().as_second();
+        for file in [&paths.ca, &paths.cert] {
+            let chain = read_certs(file).expect("certs");
+            let end = not_after(&chain[0]).expect("a notAfter");
+            // one year from an hour ago, within a minute
+            let expected = now - 3600 + SELF_SIGNED_VALIDITY_SECONDS;
+            assert!(
+                (end - expected).abs() < 60,
+                "{}: {end} vs {expected}",
+                file.display()
+            );
+        }
+        // Reused while valid.
+        let before = std::fs::read(&paths.cert).expect("cert");
+        ensure_self_signed(dir.path(), &[]).expect("reused");
+        assert_eq!(std::fs::read(&paths.cert).expect("cert"), before);
+    }
+
+    #[test]
+    fn generated_certificates_near_expiry_are_renewed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let paths = ensure_self_signed(dir.path(), &[]).expect("generated");
+        // Replace the serving certificate with one that ends in 10 days.
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+        let soon = jiff::Timestamp::now().as_second() + 10 * 86_400;
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(soon).expect("time");
+        let cert = params.self_signed(&key).expect("cert");
+        write_file(&paths.cert, cert.pem().as_bytes(), 0o644).expect("write");
+        let chain = read_certs(&paths.cert).expect("certs");
+        assert_eq!(not_after(&chain[0]), Some(soon));
+        ensure_self_signed(dir.path(), &[]).expect("renewed");
+        let chain = read_certs(&paths.cert).expect("certs");
+        let end = not_after(&chain[0]).expect("a notAfter");
+        assert!(end > soon + 300 * 86_400, "renewed for a year: {end}");
+    }
+
+    #[test]
+    fn not_after_of_garbage_is_none() {
+        assert_eq!(
+            not_after(&CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01, 0x01])),
+            None
+        );
+        assert_eq!(not_after(&CertificateDer::from(Vec::new())), None);
+    }
 
     #[test]
     fn sni_cert_key_flag() {
