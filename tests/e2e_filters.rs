@@ -328,3 +328,79 @@ fn options_report_every_error_and_group_help() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("apiforge "));
 }
+
+/// HTTP/1.1 header limits as kube-apiserver's (Go's 1 MiB of header bytes):
+/// many header lines and large headers are accepted; beyond the limits,
+/// 431 and nothing else happens.
+#[tokio::test]
+async fn header_limits_follow_the_byte_size() {
+    let server = common::Server::start().await;
+    // 300 lines (hyper's default limit was 100).
+    let names: Vec<String> = (0..300).map(|i| format!("X-Pad-{i}")).collect();
+    let lines: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
+    let resp = raw::request(&server, "GET", "/version", &lines, b"").await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    // 600 KiB in one header (Go accepts up to 1 MiB).
+    let big = "a".repeat(600 << 10);
+    let resp = raw::request(&server, "GET", "/version", &[("X-Big", &big)], b"").await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    // A head that reaches 1 MiB + 4 KiB without ending: 431. (Exactly that
+    // many bytes, so the server has read everything when it answers and
+    // closes; unread bytes would make the close a reset.)
+    {
+        use tokio::io::AsyncWriteExt;
+        let limit = (1 << 20) + 4096;
+        let mut head = b"GET /version HTTP/1.1\r\nHost: localhost\r\nX-Big: ".to_vec();
+        head.resize(limit, b'a');
+        let mut conn = raw::connect(&server).await;
+        conn.write_all(&head).await.expect("head");
+        conn.flush().await.expect("flush");
+        let resp = raw::read_response(&mut conn).await;
+        assert_eq!(resp.status, 431);
+    }
+    // Far more lines than any client sends: 431.
+    let names: Vec<String> = (0..2000).map(|i| format!("X-Pad-{i}")).collect();
+    let lines: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
+    let resp = raw::request(&server, "GET", "/version", &lines, b"").await;
+    assert_eq!(resp.status, 431);
+}
+
+/// A client that sends its headers slowly (slowloris) is disconnected after
+/// kube-apiserver's 32 s `ReadHeaderTimeout`; others are served meanwhile.
+#[tokio::test]
+async fn slow_headers_are_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = common::Server::start().await;
+    let started = std::time::Instant::now();
+    let mut slow = Vec::new();
+    for _ in 0..20 {
+        let mut conn = raw::connect(&server).await;
+        conn.write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\nX-Slow: 1\r\n")
+            .await
+            .expect("partial head");
+        conn.flush().await.expect("flush");
+        slow.push(conn);
+    }
+    // Other clients are served while the slow ones hold their connections.
+    let resp = raw::request(&server, "GET", "/version", &[], b"").await;
+    assert_eq!(resp.status, 200);
+    for conn in &mut slow {
+        // One more header line every few seconds would not help: the clock
+        // runs for the whole head.
+        let _ = conn.write_all(b"X-More: 1\r\n").await;
+    }
+    for mut conn in slow {
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            conn.read_to_end(&mut rest),
+        )
+        .await;
+        assert!(read.is_ok(), "a slow client was still connected after 60 s");
+    }
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_secs(31),
+        "closed after {waited:?}, before the 32 s header timeout"
+    );
+}

@@ -132,6 +132,26 @@ impl std::ops::Deref for CompletedConfig {
     }
 }
 
+/// How long an HTTP/1.1 client may take to send a request's headers before
+/// its connection is closed (kube-apiserver's `ReadHeaderTimeout`: 32 s,
+/// "just shy of" its request timeout bound), so slow-header clients cannot
+/// hold connections forever. As hyper starts the clock when it waits for a
+/// request, an idle keep-alive connection is closed after it too
+/// (kube-apiserver: 90 s).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+
+/// Header lines an HTTP/1.1 request may have. Go's server, and so
+/// kube-apiserver, limits only the header bytes; hyper also limits the
+/// lines (100 by default) and allocates that many slots for every request,
+/// so this stays far above what clients send (a front proxy's
+/// `X-Remote-Group` per group included) without costing every request.
+const MAX_HEADER_LINES: usize = 512;
+
+/// Bytes of request line and headers an HTTP/1.1 request may have: Go's
+/// `DefaultMaxHeaderBytes` (1 MiB) plus the 4 KiB slack its server adds.
+/// Over it: 431.
+const MAX_HEADER_BYTES: usize = (1 << 20) + 4096;
+
 /// Starts serving and runs until `shutdown` completes, then shuts down
 /// gracefully: readiness fails, the listener closes after the shutdown
 /// delay, watches end, and in-flight requests finish.
@@ -417,7 +437,13 @@ pub async fn run(
         tokio::spawn(lookup.keep_current(stop_rx.clone()));
     }
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .max_headers(MAX_HEADER_LINES)
+        .max_buf_size(MAX_HEADER_BYTES);
     tokio::pin!(shutdown);
     let post_start = post_start.run(hook_ctx.clone());
     tokio::pin!(post_start);
