@@ -36,6 +36,12 @@ pub struct CacheOptions {
     /// How many recent events are kept for watches that resume from a
     /// revision.
     pub window: usize,
+    /// How many bytes of objects (their stored encodings) the event window
+    /// may hold: beyond it the oldest events go, down to
+    /// [`MIN_WINDOW_EVENTS`], even when fewer than `window` are kept. A
+    /// resource of large objects written often would otherwise keep
+    /// `window` versions of them in memory.
+    pub window_bytes: usize,
     /// Per-watcher queue length; a watcher that falls this far behind is
     /// closed.
     pub watcher_buffer: usize,
@@ -59,6 +65,7 @@ impl Default for CacheOptions {
         CacheOptions {
             // 100 s of 200 writes/s.
             window: 20_000,
+            window_bytes: 32 << 20,
             watcher_buffer: 1024,
             freshness_timeout: Duration::from_secs(3),
             snapshots: 64,
@@ -67,6 +74,11 @@ impl Default for CacheOptions {
         }
     }
 }
+
+/// The event window keeps at least this many events whatever their size
+/// (kube-apiserver's default watch cache capacity), so that watches of a
+/// resource of large objects can still resume after a short disconnect.
+pub const MIN_WINDOW_EVENTS: usize = 100;
 
 /// Turns a cached object's encoding in a version back into its hub form.
 pub type Rehydrate = Arc<dyn Fn(&'static str, &[u8]) -> Result<Value, String> + Send + Sync>;
@@ -290,6 +302,9 @@ pub struct CachedEvent {
     pub object: Arc<CachedObject>,
     /// The object before the change.
     pub prev: Option<Arc<CachedObject>>,
+    /// What the event holds in memory, as the length of the object's
+    /// stored encoding (counted against [`CacheOptions::window_bytes`]).
+    pub bytes: usize,
 }
 
 /// A started cache watch: the replayed or initial items, the revision
@@ -335,6 +350,8 @@ struct State {
     objects: Objects,
     revision: Revision,
     events: VecDeque<Arc<CachedEvent>>,
+    /// The sum of `events`' [`CachedEvent::bytes`].
+    window_bytes: usize,
     /// Watches may resume from any revision ≥ this.
     oldest: Revision,
     ready: bool,
@@ -430,6 +447,7 @@ impl WatchCache {
                 objects: OrdMap::new(),
                 revision: 0,
                 events: VecDeque::new(),
+                window_bytes: 0,
                 oldest: 0,
                 ready: false,
                 slots: Vec::new(),
@@ -632,6 +650,7 @@ impl WatchCache {
                         revision: o.revision,
                         object: o.clone(),
                         prev: None,
+                        bytes: 0,
                     }))
                 })
                 .collect(),
@@ -683,6 +702,7 @@ impl WatchCache {
         s.objects = objects;
         s.revision = revision;
         s.events.clear();
+        s.window_bytes = 0;
         s.oldest = revision;
         s.last_event = revision;
         s.ready = true;
@@ -744,16 +764,26 @@ impl WatchCache {
             EventType::Deleted => s.objects.remove(ev.kv.key.as_str()),
             _ => s.objects.insert(object.key.clone(), object.clone()),
         };
+        let bytes = if ev.kv.value.is_empty() {
+            prev.as_ref().map_or(0, |p| p.primary_len())
+        } else {
+            ev.kv.value.len()
+        };
         let event = Arc::new(CachedEvent {
             kind: ev.kind,
             revision,
             object,
             prev,
+            bytes,
         });
         s.events.push_back(event.clone());
-        while s.events.len() > self.opts.window {
+        s.window_bytes += bytes;
+        while s.events.len() > self.opts.window
+            || (s.window_bytes > self.opts.window_bytes && s.events.len() > MIN_WINDOW_EVENTS)
+        {
             if let Some(old) = s.events.pop_front() {
                 s.oldest = old.revision;
+                s.window_bytes -= old.bytes;
             }
         }
         s.revision = revision;

@@ -310,6 +310,73 @@ async fn watch_from_before_the_window_is_gone() {
     assert!(events.next().await.is_none());
 }
 
+/// The event window is bounded by bytes as well as events: with 1 KiB
+/// objects and a 20 KiB byte bound it keeps the last `MIN_WINDOW_EVENTS`
+/// events (not the 20,000 of `window`): a watch from before them gets 410,
+/// one from inside them resumes.
+#[tokio::test]
+async fn the_event_window_is_bounded_by_bytes() {
+    let f = fixture(CacheOptions {
+        window_bytes: 20 << 10,
+        ..Default::default()
+    });
+    // ~1 KiB of labels (values are at most 63 characters).
+    let pad: serde_json::Map<String, Value> = (0..16)
+        .map(|i| (format!("l{i}"), Value::from("x".repeat(60))))
+        .collect();
+    let mut revisions = Vec::new();
+    for i in 0..150 {
+        let created = f
+            .store
+            .create(
+                "",
+                hub(&f.store, ns(&format!("b{i}"), Value::Object(pad.clone()))),
+                false,
+            )
+            .await
+            .unwrap();
+        revisions.push(
+            created["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse::<i64>()
+                .unwrap(),
+        );
+    }
+    // Let the cache apply the last write.
+    f.store.list(None, &ListParams::default()).await.unwrap();
+    let watch_from = |rv: i64| {
+        let params = ListParams {
+            resource_version: Some(rv),
+            ..Default::default()
+        };
+        let store = &f.store;
+        async move { store.watch(None, &params, false).await.unwrap() }
+    };
+    let mut old = watch_from(revisions[10]).await;
+    match old.next().await.unwrap() {
+        WatchEvent::Error(status) => {
+            assert_eq!((status.code, status.reason.as_str()), (410, "Expired"))
+        }
+        other => panic!("expected 410, got {other:?}"),
+    }
+    // 90 events back is inside the kept minimum: the next event is b61.
+    let mut recent = watch_from(revisions[60]).await;
+    match tokio::time::timeout(Duration::from_secs(5), recent.next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        WatchEvent::Object(ty, obj) => {
+            assert_eq!(
+                (ty, name(&obj.object().unwrap()).as_str()),
+                ("ADDED", "b61")
+            )
+        }
+        other => panic!("expected b61 added, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn send_initial_events_ends_with_a_bookmark() {
     let f = fixture(CacheOptions::default());
