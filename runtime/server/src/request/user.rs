@@ -81,9 +81,10 @@ pub fn current_user() -> Option<UserInfo> {
     CURRENT_USER.try_with(|u| UserInfo::clone(u)).ok()
 }
 
-/// The TLS client certificate chain (leaf first) of a connection, verified
-/// against one of the client CAs; the listener puts it into every
-/// request's extensions.
+/// The TLS client certificate chain (leaf first) of a connection; the
+/// listener puts it into every request's extensions. The handshake proved
+/// the client holds its key but did not verify the chain: authenticators
+/// verify it against their CAs ([`ClientCertificate::verified_by`]).
 #[derive(Clone, Debug)]
 pub struct ClientCertificate(pub Arc<Vec<rustls_pki_types::CertificateDer<'static>>>);
 

@@ -339,7 +339,8 @@ impl ResolvesServerCert for SniResolver {
 /// A rustls server configuration (ring, TLS 1.2+, ALPN h2 and http/1.1)
 /// serving the default certificate, or an SNI certificate to clients asking
 /// for one of its names. With client CAs, client certificates are requested
-/// (not required) and must verify against one of those CAs.
+/// (not required) with those CAs as hints, and verified by the
+/// authenticators ([`RequestClientCert`]).
 pub fn server_config(files: &ServingFiles) -> Result<Arc<ServerConfig>, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let default = Arc::new(certified_key(&files.cert, &files.key, &provider)?);
@@ -395,16 +396,79 @@ pub fn server_config(files: &ServingFiles) -> Result<Arc<ServerConfig>, Error> {
     let builder = if roots.is_empty() {
         builder.with_no_client_auth()
     } else {
-        let verifier =
-            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .allow_unauthenticated()
-                .build()
-                .map_err(|e| Error::Tls(format!("client CAs: {e}")))?;
-        builder.with_client_cert_verifier(verifier)
+        builder.with_client_cert_verifier(Arc::new(RequestClientCert::new(&roots, &provider)))
     };
     let mut config = builder.with_cert_resolver(Arc::new(resolver));
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// Asks for a client certificate, naming the client CAs as hints, and
+/// accepts any: as Go's `tls.RequestClientCert`, which kube-apiserver
+/// uses, the chain is verified per request by the authenticators (x509,
+/// request header), so that an expired or unknown certificate is a failed
+/// credential (401 when it is the only one) rather than a failed handshake
+/// that also loses a valid bearer token sent with it. The handshake still
+/// checks the client's signature, so a client presents only certificates
+/// whose keys it holds.
+#[derive(Debug)]
+struct RequestClientCert {
+    hints: Vec<rustls::DistinguishedName>,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl RequestClientCert {
+    fn new(roots: &rustls::RootCertStore, provider: &rustls::crypto::CryptoProvider) -> Self {
+        RequestClientCert {
+            hints: roots.subjects(),
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
+}
+
+impl rustls::server::danger::ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &self.hints
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
 }
 
 /// How often serving certificate and client CA files are checked for
