@@ -26,6 +26,8 @@ echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee target/test-output.log
 # cargo test prints one summary per test binary; end with the total.
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' target/test-output.log
+echo "== apiforge init: a generated project builds, tests, serves, and kubectl uses it"
+./scripts/scaffold-check.sh
 # Benchmark smoke test: the quick benchmark must run (a scenario that cannot
 # run exits non-zero and fails CI), but missed performance targets are only
 # reported: timings on shared CI machines are too noisy to gate on.

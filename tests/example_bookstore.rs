@@ -145,3 +145,71 @@ async fn bookstore_example_serves_books() {
         .expect("openapi v2");
     assert!(v2.contains("\"swagger\":\"2.0\""));
 }
+
+/// The example's `main` is the runtime's command line: every `apiforge
+/// serve` flag under kube-apiserver-style headings, and the `openapi`,
+/// `crd` and `snapshot` subcommands, for its own group.
+#[test]
+fn bookstore_has_the_full_command_line() {
+    let run = |args: &[&str]| {
+        let out = Command::new(example_binary())
+            .args(args)
+            .output()
+            .expect("run bookstore");
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let top = run(&["--help"]);
+    assert!(
+        top.starts_with("A bookstore API server built with apiforge"),
+        "{top}"
+    );
+    for sub in ["serve", "openapi", "crd", "snapshot"] {
+        assert!(top.contains(&format!("  {sub} ")), "no {sub} in:\n{top}");
+    }
+    let help = run(&["serve", "--help"]);
+    // Each flag under its heading: the lines between the heading and the
+    // next one (a line that is not indented and ends with ':').
+    let section = |heading: &str| -> String {
+        let mut lines = help.lines().skip_while(|l| *l != heading);
+        assert!(lines.next().is_some(), "no heading {heading:?} in:\n{help}");
+        lines
+            .take_while(|l| l.is_empty() || l.starts_with(' ') || !l.ends_with(':'))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (heading, flag) in [
+        ("Secure serving:", "--tls-cert-file"),
+        ("Storage:", "--etcd-servers"),
+        ("Authentication:", "--client-ca-file"),
+        ("Authorization:", "--authorization-mode"),
+        ("Auditing:", "--audit-policy-file"),
+        ("Admission:", "--enable-admission-plugins"),
+    ] {
+        assert!(
+            section(heading).contains(flag),
+            "{flag} is not under {heading:?}:\n{help}"
+        );
+    }
+    // The admission help names the plugins this program has.
+    assert!(help.contains("NamespaceLifecycle"), "{help}");
+    assert!(!help.contains("BanFlunder"), "{help}");
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    run(&["openapi", "--out", tmp.path().to_str().expect("path")]);
+    let v3 = tmp
+        .path()
+        .join("v3/apis__bookstore.example.com__v1_openapi.json");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&v3).expect("v3 document")).expect("json");
+    let book = &doc["components"]["schemas"]["com.example.bookstore.v1.Book"];
+    assert_eq!(
+        book["x-kubernetes-group-version-kind"][0]["kind"], "Book",
+        "{doc}"
+    );
+    let crd = run(&["crd"]);
+    assert!(
+        crd.contains("\"name\": \"books.bookstore.example.com\""),
+        "{crd}"
+    );
+}

@@ -27,6 +27,9 @@
 //!    etcd-shaped [`storage::Storage`] trait and its backends (embedded,
 //!    etcd3).
 //! 3. **`apiforge-server`** (feature `server`): everything that serves.
+//!    - [`app`]: the command line as a library: `app::Server::new(name)
+//!      .group(g).run()` gives a program every flag of `apiforge serve`,
+//!      and `openapi`, `crd`, `snapshot`.
 //!    - [`admission`]: the admission chain (mutating then validating
 //!      plugins), the built-in `NamespaceLifecycle` plugin, and typed
 //!      in-process hooks on a kind's Rust type (`TypedAdmission`).
@@ -72,7 +75,7 @@ pub use apiforge_core::protobuf;
 pub use apiforge_server::request::warning;
 #[cfg(feature = "server")]
 pub use apiforge_server::{
-    admission, aggregator, audit, authn, authz, controllers, endpoints, error, filters,
+    admission, aggregator, app, audit, authn, authz, controllers, endpoints, error, filters,
     flowcontrol, go_errors, handlers, metrics, patch, registry, request, server, webhook,
 };
 #[cfg(feature = "server")]

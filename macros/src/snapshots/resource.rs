@@ -17,6 +17,7 @@ const _: () = {
             short_names: &["db"],
             categories: &[],
             printer_columns: &[
+                ::apiforge_runtime::codegen::v1::PrinterColumn::NAME,
                 ::apiforge_runtime::codegen::v1::PrinterColumn {
                     name: "Replicas",
                     type_: "integer",

@@ -18,6 +18,9 @@
 //!   structured merge and field ownership (`managedFields`).
 //! - [`admission`]: the admission chain (mutating then validating plugins)
 //!   and the built-in `NamespaceLifecycle` plugin.
+//! - [`app`]: the command line as a library — `app::Server` gives a
+//!   program the `apiforge` binary's `serve` (every flag), `openapi`,
+//!   `crd` and `snapshot`.
 //! - [`registry`]: the generic REST store (server-set metadata, optimistic
 //!   concurrency, watch translation), the watch cache, the one map of
 //!   stores ([`registry::Stores`]) and the informer loop.
@@ -48,6 +51,7 @@ extern crate apiforge_core as apiforge_runtime;
 
 pub mod admission;
 pub mod aggregator;
+pub mod app;
 pub mod audit;
 pub mod authn;
 pub mod authz;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
-use apiforge_runtime::storage::embedded::{EmbeddedOptions, EmbeddedStore, snapshot};
+use apiforge_storage::embedded::{EmbeddedOptions, EmbeddedStore, snapshot};
 
 /// The snapshot subcommands.
 #[derive(Debug, Subcommand)]
@@ -84,7 +84,7 @@ fn save(file: &Path, data_dir: &Path) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Err(apiforge_runtime::storage::Error::Unavailable(why)) if why.contains("locked") => {
+        Err(apiforge_storage::Error::Unavailable(why)) if why.contains("locked") => {
             from_server(file, data_dir)
         }
         Err(e) => Err(e).with_context(|| format!("opening the store in {}", store_dir.display())),
@@ -94,7 +94,7 @@ fn save(file: &Path, data_dir: &Path) -> anyhow::Result<()> {
 /// Asks the server running on `data_dir` for the snapshot.
 fn from_server(file: &Path, data_dir: &Path) -> anyhow::Result<()> {
     let kubeconfig = data_dir.join("admin.kubeconfig");
-    let client = apiforge_runtime::webhook::Client::from_kubeconfig(&kubeconfig)
+    let client = crate::webhook::Client::from_kubeconfig(&kubeconfig)
         .context("the store is in use by a server; reading its admin.kubeconfig")?
         .at_path("/snapshot")
         .map_err(anyhow::Error::msg)?

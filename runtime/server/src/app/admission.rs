@@ -1,21 +1,22 @@
 //! Admission flags (`--enable-admission-plugins`,
 //! `--disable-admission-plugins`, `--admission-control-config-file`, as
-//! kube-apiserver's) and the plugins compiled into the binary.
+//! kube-apiserver's) and the plugins a program adds to the built-ins.
 
 use anyhow::Context;
 use std::path::PathBuf;
 
-use apiforge_runtime::admission::config::AdmissionConfig;
-use apiforge_runtime::admission::{AdmissionRegistry, Plugins};
+use crate::admission::config::AdmissionConfig;
+use crate::admission::{AdmissionRegistry, Plugin, Plugins};
 use clap::Args;
+use std::sync::Arc;
 
 /// The admission flags.
 #[derive(Clone, Debug, Default, Args)]
 pub(crate) struct AdmissionFlags {
-    /// Admission plugins that should be enabled in addition to default enabled ones (NamespaceLifecycle, BanFlunder, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook). Comma-delimited list of: NamespaceLifecycle, BanFlunder, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook. The order of plugins in this flag does not matter.
+    /// Admission plugins that should be enabled in addition to default enabled ones. Comma-delimited list of plugin names (the program's --help lists them). The order of plugins in this flag does not matter.
     #[arg(long, value_delimiter = ',', help_heading = "Admission")]
     enable_admission_plugins: Vec<String>,
-    /// Admission plugins that should be disabled although they are in the default enabled plugins list (NamespaceLifecycle, BanFlunder, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook). Comma-delimited list of: NamespaceLifecycle, BanFlunder, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook. The order of plugins in this flag does not matter.
+    /// Admission plugins that should be disabled although they are in the default enabled plugins list. Comma-delimited list of plugin names (the program's --help lists them). The order of plugins in this flag does not matter.
     #[arg(long, value_delimiter = ',', help_heading = "Admission")]
     disable_admission_plugins: Vec<String>,
     /// File with admission control configuration (an AdmissionConfiguration; the webhook plugins read their client credentials kubeconfig, kubeConfigFile, from it).
@@ -23,30 +24,52 @@ pub(crate) struct AdmissionFlags {
     admission_control_config_file: Option<PathBuf>,
 }
 
-/// Every plugin the binary knows, in the order they run: the runtime's
-/// built-ins, then each group's (the webhook plugins stay last).
-pub(crate) fn registry() -> AdmissionRegistry {
-    with_groups(AdmissionRegistry::with_builtins())
+/// A plugin a program adds to the runtime's built-ins, and whether it runs
+/// without being named in `--enable-admission-plugins`.
+pub(crate) type ExtraPlugin = (Arc<dyn Plugin>, bool);
+
+/// Every plugin the program knows, in the order they run: the runtime's
+/// built-ins, then the program's own (the webhook plugins stay last).
+pub(crate) fn registry(extra: &[ExtraPlugin]) -> AdmissionRegistry {
+    with_extra(AdmissionRegistry::with_builtins(), extra)
 }
 
-fn with_groups(mut registry: AdmissionRegistry) -> AdmissionRegistry {
-    registry.register(apiforge_apis::wardle::admission::ban_flunder(), true);
+fn with_extra(mut registry: AdmissionRegistry, extra: &[ExtraPlugin]) -> AdmissionRegistry {
+    for (plugin, default_on) in extra {
+        registry.register_arc(plugin.clone(), *default_on);
+    }
     registry
+}
+
+/// kube-apiserver's help for `--enable-admission-plugins` and
+/// `--disable-admission-plugins`, naming the plugins of `registry`.
+pub(crate) fn help(registry: &AdmissionRegistry) -> (String, String) {
+    let defaults = registry.defaults();
+    let on = defaults.names().join(", ");
+    let all = registry.names().join(", ");
+    (
+        format!(
+            "Admission plugins that should be enabled in addition to default enabled ones ({on}). Comma-delimited list of: {all}. The order of plugins in this flag does not matter."
+        ),
+        format!(
+            "Admission plugins that should be disabled although they are in the default enabled plugins list ({on}). Comma-delimited list of: {all}. The order of plugins in this flag does not matter."
+        ),
+    )
 }
 
 impl AdmissionFlags {
     /// The plugins, configured by `--admission-control-config-file`.
-    pub(crate) fn registry(&self) -> anyhow::Result<AdmissionRegistry> {
+    pub(crate) fn registry(&self, extra: &[ExtraPlugin]) -> anyhow::Result<AdmissionRegistry> {
         let Some(path) = &self.admission_control_config_file else {
-            return Ok(registry());
+            return Ok(registry(extra));
         };
         let config = AdmissionConfig::load(path).context("invalid admission options")?;
         let builtins = AdmissionRegistry::with_builtins_configured(
-            apiforge_runtime::admission::webhook::default_resolver(),
+            crate::admission::webhook::default_resolver(),
             &config,
         )
         .context("invalid admission options")?;
-        Ok(with_groups(builtins))
+        Ok(with_extra(builtins, extra))
     }
 
     /// The enabled plugins; unknown names are start-up errors.
@@ -64,9 +87,19 @@ impl AdmissionFlags {
 mod tests {
     use super::*;
 
+    /// A program's own plugin (as the apiforge binary's wardle BanFlunder).
+    struct BanFlunder;
+
+    #[async_trait::async_trait]
+    impl Plugin for BanFlunder {
+        fn name(&self) -> &str {
+            "BanFlunder"
+        }
+    }
+
     #[test]
     fn defaults_and_unknown_names() {
-        let r = registry();
+        let r = registry(&[(Arc::new(BanFlunder), true)]);
         let on = AdmissionFlags::default().resolve(&r).unwrap();
         // The webhook and policy plugins stay last, after the group's BanFlunder.
         assert_eq!(

@@ -28,7 +28,7 @@ pub(crate) enum Command {
     /// Save or restore a snapshot of the embedded store (what etcdctl
     /// snapshot save and etcdutl snapshot restore are for etcd).
     #[command(subcommand)]
-    Snapshot(crate::snapshot::SnapshotCommand),
+    Snapshot(super::snapshot::SnapshotCommand),
 }
 
 #[derive(Debug, Args)]
@@ -64,7 +64,7 @@ pub(crate) struct ServeOptions {
     tls_private_key_file: Option<PathBuf>,
     /// A pair of x509 certificate and private key file paths, optionally suffixed with a list of domain patterns which are fully qualified domain names, possibly with prefixed wildcard segments ("cert,key" or "cert,key:*.example.com,foo.com"). Without patterns, the names are taken from the certificate's SANs (or its CN). The domain patterns also allow IP addresses. A client asking (by SNI) for a matching name gets this certificate; others get the default. May be repeated.
     #[arg(long, help_heading = "Secure serving", value_parser = parse_sni_cert_key)]
-    tls_sni_cert_key: Vec<apiforge_runtime::server::tls::SniCertKey>,
+    tls_sni_cert_key: Vec<crate::server::tls::SniCertKey>,
     /// The duration of the server's identity lease (kube-system/apiserver-<id>) in seconds; expired identity leases of other instances are collected this often.
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Generic")]
     identity_lease_duration_seconds: u64,
@@ -351,14 +351,14 @@ pub(crate) struct ServeOptions {
     #[arg(long, value_delimiter = ',', help_heading = "API enablement")]
     runtime_config: Vec<String>,
     #[command(flatten)]
-    pub(crate) admission: crate::admission::AdmissionFlags,
+    pub(crate) admission: super::admission::AdmissionFlags,
 }
 
 /// Options after defaults were filled in and everything was validated.
 pub(crate) struct CompletedOptions {
-    pub(crate) server: apiforge_runtime::server::Config,
+    pub(crate) server: crate::server::Config,
     /// `Some` when objects live in etcd; `None` for the embedded store.
-    pub(crate) etcd: Option<apiforge_runtime::storage::etcd3::Etcd3Options>,
+    pub(crate) etcd: Option<apiforge_storage::etcd3::Etcd3Options>,
     /// `--etcd-compaction-interval`; zero turns compaction off.
     pub(crate) compaction_interval: Duration,
     /// `--runtime-config` entries.
@@ -514,7 +514,7 @@ impl ServeOptions {
                 .map(|p| p.trim().to_string())
                 .filter(|p| !p.is_empty())
                 .collect();
-            match apiforge_runtime::filters::cors::compile_origins(&patterns) {
+            match crate::filters::cors::compile_origins(&patterns) {
                 Ok(res) => res,
                 Err(errs) => {
                     errors.extend(errs);
@@ -528,7 +528,7 @@ impl ServeOptions {
             .map(|d| d.trim().to_string())
             .filter(|d| !d.is_empty())
             .collect();
-        errors.extend(apiforge_runtime::filters::hsts::validate_directives(&hsts));
+        errors.extend(crate::filters::hsts::validate_directives(&hsts));
         if !self.etcd_prefix.starts_with('/') {
             errors.push(format!(
                 "--etcd-prefix {:?} must start with '/'",
@@ -572,7 +572,7 @@ impl ServeOptions {
             None if delegated_authz => Vec::new(),
             None => vec!["RBAC".to_string()],
         };
-        let mut modes: Vec<apiforge_runtime::authz::Mode> = Vec::new();
+        let mut modes: Vec<crate::authz::Mode> = Vec::new();
         for name in mode_names
             .iter()
             .map(|m| m.trim())
@@ -589,7 +589,7 @@ impl ServeOptions {
         if modes.is_empty() && !delegated_authz {
             errors.push("at least one authorization-mode must be passed".to_string());
         }
-        let abac = modes.contains(&apiforge_runtime::authz::Mode::Abac);
+        let abac = modes.contains(&crate::authz::Mode::Abac);
         if abac && self.authorization_policy_file.is_none() {
             errors
                 .push("authorization-mode ABAC's authorization policy file not passed".to_string());
@@ -597,7 +597,7 @@ impl ServeOptions {
         if !abac && self.authorization_policy_file.is_some() {
             errors.push("cannot specify --authorization-policy-file without mode ABAC".to_string());
         }
-        let webhook = modes.contains(&apiforge_runtime::authz::Mode::Webhook);
+        let webhook = modes.contains(&crate::authz::Mode::Webhook);
         if webhook && self.authorization_webhook_config_file.is_none() {
             errors.push(
                 "authorization-mode Webhook's authorization config file not passed".to_string(),
@@ -711,7 +711,7 @@ impl ServeOptions {
                 )),
             }
         }
-        let oidc = apiforge_runtime::authn::oidc::Options {
+        let oidc = crate::authn::oidc::Options {
             issuer_url: self.oidc_issuer_url.clone().filter(|u| !u.is_empty()),
             client_id: self.oidc_client_id.clone(),
             username_claim: self.oidc_username_claim.clone(),
@@ -722,17 +722,17 @@ impl ServeOptions {
             required_claims: oidc_required_claims,
             signing_algs: self.oidc_signing_algs.clone(),
         };
-        errors.extend(apiforge_runtime::authn::oidc::validate(&oidc));
+        errors.extend(crate::authn::oidc::validate(&oidc));
         let mut anonymous = self.anonymous_auth;
-        if anonymous && modes.contains(&apiforge_runtime::authz::Mode::AlwaysAllow) {
+        if anonymous && modes.contains(&crate::authz::Mode::AlwaysAllow) {
             tracing::warn!(
                 "AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer"
             );
             anonymous = false;
         }
         let log_format = match self.audit_log_format.as_str() {
-            "json" => apiforge_runtime::audit::backend::log::LogFormat::Json,
-            "legacy" => apiforge_runtime::audit::backend::log::LogFormat::Legacy,
+            "json" => crate::audit::backend::log::LogFormat::Json,
+            "legacy" => crate::audit::backend::log::LogFormat::Legacy,
             other => {
                 errors.push(format!(
                     "--audit-log-format {other:?} invalid, must be one of: legacy,json"
@@ -741,8 +741,8 @@ impl ServeOptions {
             }
         };
         let webhook_mode = match self.audit_webhook_mode.as_str() {
-            "batch" => apiforge_runtime::audit::backend::webhook::WebhookMode::Batch,
-            "blocking" => apiforge_runtime::audit::backend::webhook::WebhookMode::Blocking,
+            "batch" => crate::audit::backend::webhook::WebhookMode::Batch,
+            "blocking" => crate::audit::backend::webhook::WebhookMode::Blocking,
             other => {
                 errors.push(format!(
                     "--audit-webhook-mode {other:?} invalid, must be one of: batch,blocking"
@@ -758,19 +758,20 @@ impl ServeOptions {
         {
             errors.push("--audit-webhook-batch-max-wait must be positive".to_string());
         }
-        let audit = apiforge_runtime::audit::Options {
+        let audit = crate::audit::Options {
             policy_file: self.audit_policy_file.clone(),
-            log: self.audit_log_path.clone().map(|path| {
-                apiforge_runtime::audit::backend::log::LogOptions {
+            log: self
+                .audit_log_path
+                .clone()
+                .map(|path| crate::audit::backend::log::LogOptions {
                     path,
                     max_age_days: self.audit_log_maxage,
                     max_backups: self.audit_log_maxbackup,
                     max_size_mib: self.audit_log_maxsize,
                     format: log_format,
-                }
-            }),
+                }),
             webhook: self.audit_webhook_config_file.clone().map(|config_file| {
-                apiforge_runtime::audit::backend::webhook::WebhookOptions {
+                crate::audit::backend::webhook::WebhookOptions {
                     config_file,
                     mode: webhook_mode,
                     buffer_size: self.audit_webhook_batch_buffer_size,
@@ -783,7 +784,7 @@ impl ServeOptions {
             bail!("invalid options:\n  {}", errors.join("\n  "));
         }
         let storage_prefix = self.etcd_prefix.trim_end_matches('/').to_string();
-        let etcd = (!servers.is_empty()).then(|| apiforge_runtime::storage::etcd3::Etcd3Options {
+        let etcd = (!servers.is_empty()).then(|| apiforge_storage::etcd3::Etcd3Options {
             endpoints: servers,
             prefix: storage_prefix.clone(),
             ca_file: self.etcd_cafile.clone(),
@@ -795,20 +796,20 @@ impl ServeOptions {
             etcd,
             compaction_interval: self.etcd_compaction_interval.duration,
             runtime_config: self.runtime_config,
-            server: apiforge_runtime::server::Config {
+            server: crate::server::Config {
                 bind_address: self.bind_address,
                 secure_port: self.secure_port,
                 data_dir: self.data_dir,
                 tls_cert_file: self.tls_cert_file,
                 tls_private_key_file: self.tls_private_key_file,
                 tls_sni_cert_keys: self.tls_sni_cert_key,
-                identity_lease: apiforge_runtime::controllers::identity_lease::Options {
+                identity_lease: crate::controllers::identity_lease::Options {
                     duration: Duration::from_secs(self.identity_lease_duration_seconds),
                     renew_interval: Duration::from_secs(self.identity_lease_renew_interval_seconds),
                 },
-                controllers: apiforge_runtime::controllers::Options {
+                controllers: crate::controllers::Options {
                     leader_elect: self.leader_elect,
-                    leader_election: apiforge_runtime::controllers::leader_election::Options {
+                    leader_election: crate::controllers::leader_election::Options {
                         lease_duration: self.leader_elect_lease_duration.duration,
                         renew_deadline: self.leader_elect_renew_deadline.duration,
                         retry_period: self.leader_elect_retry_period.duration,
@@ -817,20 +818,18 @@ impl ServeOptions {
                 advertise_address: self.advertise_address,
                 shutdown_delay: self.shutdown_delay_duration.duration,
                 storage_prefix,
-                watch_cache: self
-                    .watch_cache
-                    .then(|| apiforge_runtime::registry::CacheOptions {
-                        window: self.default_watch_cache_size,
-                        sizes,
-                        ..Default::default()
-                    }),
+                watch_cache: self.watch_cache.then(|| crate::registry::CacheOptions {
+                    window: self.default_watch_cache_size,
+                    sizes,
+                    ..Default::default()
+                }),
                 admission: Default::default(),
-                authentication: apiforge_runtime::authn::Options {
+                authentication: crate::authn::Options {
                     client_ca_file: self.client_ca_file,
                     token_auth_file: self.token_auth_file,
                     anonymous,
                     bootstrap_tokens: self.enable_bootstrap_token_auth,
-                    request_header: apiforge_runtime::authn::request_header::Options {
+                    request_header: crate::authn::request_header::Options {
                         client_ca_file: self.requestheader_client_ca_file,
                         allowed_names: self
                             .requestheader_allowed_names
@@ -843,20 +842,20 @@ impl ServeOptions {
                         extra_headers_prefix: self.requestheader_extra_headers_prefix,
                     },
                     webhook: self.authentication_token_webhook_config_file.map(|file| {
-                        apiforge_runtime::authn::webhook::Options {
+                        crate::authn::webhook::Options {
                             config_file: file,
                             cache_ttl: token_cache_ttl.duration,
                             version: self.authentication_token_webhook_version,
                         }
                     }),
                     api_audiences,
-                    service_accounts: apiforge_runtime::authn::service_account::Options {
+                    service_accounts: crate::authn::service_account::Options {
                         issuers,
                         key_files: service_account_keys,
                     },
                     oidc,
                     delegated: authentication_kubeconfig.map(|kubeconfig| {
-                        apiforge_runtime::authn::delegated::Options {
+                        crate::authn::delegated::Options {
                             kubeconfig,
                             cache_ttl: token_cache_ttl.duration,
                             skip_lookup: self.authentication_skip_lookup,
@@ -866,17 +865,17 @@ impl ServeOptions {
                     }),
                     looked_up: None,
                 },
-                authorization: apiforge_runtime::authz::Options {
+                authorization: crate::authz::Options {
                     modes,
                     policy_file: self.authorization_policy_file,
-                    webhook: apiforge_runtime::authz::webhook::Options {
+                    webhook: crate::authz::webhook::Options {
                         config_file: self.authorization_webhook_config_file,
                         authorized_ttl: authorized_ttl.duration,
                         unauthorized_ttl: unauthorized_ttl.duration,
                         version: self.authorization_webhook_version,
                     },
                     delegated: authorization_kubeconfig.map(|kubeconfig| {
-                        apiforge_runtime::authz::delegated::Options {
+                        crate::authz::delegated::Options {
                             kubeconfig,
                             authorized_ttl: authorized_ttl.duration,
                             unauthorized_ttl: unauthorized_ttl.duration,
@@ -886,13 +885,11 @@ impl ServeOptions {
                                 .map(|p| p.trim().to_string())
                                 .filter(|p| !p.is_empty())
                                 .collect(),
-                            always_allow_groups: vec![
-                                apiforge_runtime::authn::MASTERS_GROUP.to_string(),
-                            ],
+                            always_allow_groups: vec![crate::authn::MASTERS_GROUP.to_string()],
                         }
                     }),
                 },
-                filters: apiforge_runtime::filters::ChainConfig {
+                filters: crate::filters::ChainConfig {
                     request_timeout: self.request_timeout.duration,
                     min_request_timeout: Duration::from_secs(
                         self.min_request_timeout.max(0).unsigned_abs(),
@@ -908,7 +905,7 @@ impl ServeOptions {
                     hsts_directives: hsts,
                 },
                 audit,
-                aggregator: apiforge_runtime::aggregator::Options {
+                aggregator: crate::aggregator::Options {
                     proxy_client_cert: self.proxy_client_cert_file.zip(self.proxy_client_key_file),
                     enable_aggregator_routing: self.enable_aggregator_routing,
                 },
@@ -931,7 +928,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<SignedDuration, String> {
         Some(rest) => (true, rest),
         None => (false, s),
     };
-    let duration = apiforge_runtime::filters::timeout::parse_go_duration(magnitude)?;
+    let duration = crate::filters::timeout::parse_go_duration(magnitude)?;
     Ok(SignedDuration {
         negative: negative && !duration.is_zero(),
         duration,
@@ -939,7 +936,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<SignedDuration, String> {
 }
 
 /// Parses one `--tls-sni-cert-key` value.
-fn parse_sni_cert_key(value: &str) -> Result<apiforge_runtime::server::tls::SniCertKey, String> {
+fn parse_sni_cert_key(value: &str) -> Result<crate::server::tls::SniCertKey, String> {
     value.parse()
 }
 
@@ -997,10 +994,7 @@ mod tests {
         let c = serve(&[]).expect("options");
         assert!(c.server.authentication.delegated.is_none());
         assert!(c.server.authorization.delegated.is_none());
-        assert_eq!(
-            c.server.authorization.modes,
-            [apiforge_runtime::authz::Mode::Rbac]
-        );
+        assert_eq!(c.server.authorization.modes, [crate::authz::Mode::Rbac]);
         assert_eq!(
             c.server.authorization.webhook.authorized_ttl,
             Duration::from_secs(300)
