@@ -276,6 +276,26 @@ mod tests {
         }
     }
 
+    /// The tutorial shows the generated kind as it is.
+    #[test]
+    fn the_tutorial_shows_the_generated_kind() {
+        let tutorial = include_str!("../docs/guide/tutorial.md");
+        let marker = "<!-- init: src/lib.rs";
+        let after = &tutorial[tutorial.find(marker).expect("marker")..];
+        let code = &after[after.find("```rust\n").expect("code block") + "```rust\n".len()..];
+        let code = &code[..code.find("\n```").expect("end of block") + 1];
+        let shown: String = code
+            .lines()
+            .filter(|l| !l.starts_with("# ") && *l != "#")
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let mut opts = options("/tmp/widgets");
+        opts.apiforge_version = None;
+        opts.apiforge_path = Some(PathBuf::from(CHECKOUT));
+        let project = Project::new(&opts).expect("valid");
+        assert_eq!(shown, project.render(FILES[1].1));
+    }
+
     #[test]
     fn names_are_checked() {
         assert!(Project::new(&options("/tmp/widgets")).is_ok());

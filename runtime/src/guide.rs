@@ -9,3 +9,7 @@ pub struct DefiningAGroup;
 /// `docs/guide/attributes.md`: the macros' own samples, generated.
 #[doc = include_str!("../../docs/guide/attributes.md")]
 pub struct Attributes;
+
+/// `docs/guide/tutorial.md`.
+#[doc = include_str!("../../docs/guide/tutorial.md")]
+pub struct Tutorial;
