@@ -1,3 +1,4 @@
+use crate::cel_check;
 use crate::ctxt::Ctxt;
 use crate::model::{ConvertModel, FieldModel, ResourceModel, ValidateModel};
 
@@ -24,15 +25,46 @@ pub(crate) fn check_validate(cx: &Ctxt, model: &ValidateModel) {
     for field in &model.fields {
         check_field(cx, field);
     }
+    let this = object_type(&model.fields);
     for rule in &model.cel {
-        check_cel(cx, &rule.rule);
+        check_cel(cx, &rule.rule, &this);
     }
 }
 
-// A CEL rule must not be empty.
-fn check_cel(cx: &Ctxt, rule: &darling::util::SpannedValue<String>) {
+/// The CEL type of a struct whose fields are `fields`: an object of their
+/// JSON names (open when a field is flattened into it).
+fn object_type(fields: &[FieldModel]) -> cel_check::Ty {
+    let open = fields.iter().any(|f| f.flatten);
+    let known = fields
+        .iter()
+        .filter(|f| !f.flatten && !f.skip)
+        .map(|f| (f.json_name.clone(), field_type(f)))
+        .collect();
+    cel_check::Ty::Object(known, open)
+}
+
+fn field_type(f: &FieldModel) -> cel_check::Ty {
+    let a = &f.attrs;
+    cel_check::ty_of(
+        &a.ty,
+        a.max_length.as_ref().map(|n| **n as u64),
+        a.max_items.as_ref().map(|n| **n as u64),
+    )
+}
+
+/// A CEL rule must not be empty, must parse, must type-check against the
+/// Rust types (`self` being `this`) and must fit kube-apiserver's cost
+/// budget.
+fn check_cel(cx: &Ctxt, rule: &darling::util::SpannedValue<String>, this: &cel_check::Ty) {
     if rule.trim().is_empty() {
         cx.error(rule.span(), "`cel` rule must not be empty");
+        return;
+    }
+    if let Err(e) = cel_check::check_rule(rule, this) {
+        cx.error(
+            rule.span(),
+            format!("invalid `cel` rule {:?}: {e}", rule.as_str()),
+        );
     }
 }
 
@@ -124,8 +156,9 @@ fn check_field(cx: &Ctxt, f: &FieldModel) {
     {
         cx.error(keys.span(), "`list_map_keys` needs `list_type = \"map\"`");
     }
+    let this = field_type(f);
     for rule in &a.cel {
-        check_cel(cx, &rule.rule);
+        check_cel(cx, &rule.rule, &this);
     }
     // A merge key only means something for the merge strategy.
     if let Some(ps) = &a.patch_strategy

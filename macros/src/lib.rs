@@ -39,6 +39,7 @@
 //! expansion.
 
 mod attr;
+mod cel_check;
 mod check;
 mod ctxt;
 mod expand;
@@ -198,7 +199,8 @@ pub fn derive_resource(input: TokenStream) -> TokenStream {
 /// - `immutable`: `field is immutable` on update (and published as the
 ///   CEL rule `self == oldSelf`);
 /// - `cel(rule = "...", message = "...")`: `x-kubernetes-validations`; rules
-///   reading `oldSelf` run on update only;
+///   reading `oldSelf` run on update only. Rules are checked at compile
+///   time (see *CEL rules at compile time* below);
 /// - `custom = path::to::fn`, a `fn(&FieldType, &FieldPath) -> ErrorList`;
 /// - `default = expr` (converted with `Into`, wrapped in `Some` for
 ///   `Option` fields), applied to unset fields and published as `default`;
@@ -208,6 +210,22 @@ pub fn derive_resource(input: TokenStream) -> TokenStream {
 ///
 /// Rules other than `required` and `custom` apply to the value inside an
 /// `Option` and are skipped for `None`.
+///
+/// CEL rules at compile time: each rule is parsed (a syntax error is a
+/// compile error), type-checked against the Rust types of what it reads
+/// (`self` is the field's type, or for a container rule the struct with its
+/// JSON field names; a field of another struct's type is dynamic): an
+/// unknown field (`undefined field 'replicaz'`), operands of the wrong
+/// types (`found no matching overload for '_>_' applied to '(int,
+/// string)'`) or a result that is not a bool fail at the rule. Its cost is
+/// estimated as kube-apiserver does when it installs a CRD, from
+/// `max_length` and `max_items` (unbounded lists and strings get the
+/// largest sizes a 3 MiB request allows), and a rule over the 10,000,000
+/// budget fails with upstream's `estimated rule cost exceeds budget by
+/// factor of ...`. A rule reading `oldSelf`, or an `immutable` field, in
+/// the items of a list that is not `list_type = "map"` (or below them)
+/// fails where the list is declared, with upstream's `oldSelf cannot be
+/// used on the uncorrelatable portion of the schema within ...`.
 ///
 /// Container attributes: `one_of(a, b)` (exactly one set),
 /// `at_most_one_of(a, b)`, `cel(rule = "...", message = "...")` (with

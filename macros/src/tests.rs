@@ -173,6 +173,7 @@ fn validate_expansion() {
             pub secret_ref: Option<String>,
             #[validate(list_type = "map", list_map_keys = ["name"], patch_strategy = "merge", patch_merge_key = "name")]
             pub ports: Vec<Port>,
+            pub max_size: Option<i32>,
         }
     }));
     snapshot("validate", &pretty(tokens));

@@ -36,6 +36,7 @@ pub(crate) fn validate_impl(model: &ValidateModel) -> TokenStream {
     let validation = validation::methods(model);
     let defaults = defaults::method(model);
     let schema = schema::method(model);
+    let transitions = validation::transition_rules(model);
     quote! {
         #[automatically_derived]
         impl #rt::Validate for #ident {
@@ -43,6 +44,7 @@ pub(crate) fn validate_impl(model: &ValidateModel) -> TokenStream {
             #defaults
             #schema
         }
+        #transitions
     }
 }
 

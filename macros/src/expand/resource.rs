@@ -21,19 +21,6 @@ pub(crate) fn expand(resource: &ResourceModel, model: &ValidateModel) -> TokenSt
     let short_names = &resource.short_names;
     let categories = &resource.categories;
     let openapi_name = &resource.openapi_name;
-    // A Table starts with the object's name (upstream's custom resource
-    // table convertor prepends it to the additional printer columns), unless
-    // a declared column already shows it.
-    let name_column = if resource.printer_columns.is_empty()
-        || resource
-            .printer_columns
-            .iter()
-            .any(|c| c.json_path.as_str() == ".metadata.name")
-    {
-        quote!()
-    } else {
-        quote!(#rt::PrinterColumn::NAME,)
-    };
     let columns = resource.printer_columns.iter().map(|c| {
         let (name, type_, json_path, priority, description, format) = (
             &c.name,
@@ -99,7 +86,7 @@ pub(crate) fn expand(resource: &ResourceModel, model: &ValidateModel) -> TokenSt
                 scope: #scope,
                 short_names: &[#(#short_names),*],
                 categories: &[#(#categories),*],
-                printer_columns: &[#name_column #(#columns),*],
+                printer_columns: &[#(#columns),*],
                 openapi_name: #openapi_name,
                 selectable_fields: &[#(#selectable),*],
                 subresources: #rt::Subresources { status: #status, scale: #scale },

@@ -228,3 +228,113 @@ pub(crate) fn methods(model: &ValidateModel) -> TokenStream {
         }
     }
 }
+
+/// The type inside `Option`, `Box`, `Arc` and `Rc`.
+fn unwrap_wrappers(ty: &syn::Type) -> &syn::Type {
+    if let syn::Type::Path(p) = ty
+        && let Some(last) = p.path.segments.last()
+        && matches!(
+            last.ident.to_string().as_str(),
+            "Option" | "Box" | "Arc" | "Rc"
+        )
+        && let syn::PathArguments::AngleBracketed(a) = &last.arguments
+        && let Some(syn::GenericArgument::Type(inner)) = a.args.first()
+    {
+        return unwrap_wrappers(inner);
+    }
+    ty
+}
+
+/// The name of a path type's last segment and its type arguments.
+fn generic_args(ty: &syn::Type) -> Option<(String, Vec<&syn::Type>)> {
+    let syn::Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    let args = match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) => a
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                syn::GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some((last.ident.to_string(), args))
+}
+
+/// The inherent `__APIFORGE_TRANSITION_RULES` constant of the type (see
+/// the codegen module's `NoTransitionRules`): whether the type's own rules
+/// or those of its correlatable parts (object fields, map values, the
+/// items of `list_type = "map"` lists) read `oldSelf`; and a compile-time
+/// check that the items of its other lists have none.
+pub(crate) fn transition_rules(model: &ValidateModel) -> TokenStream {
+    let rt = &model.codegen;
+    let ident = &model.ident;
+    let is_self = |ty: &syn::Type| matches!(ty, syn::Type::Path(p) if p.path.is_ident(ident) || p.path.is_ident("Self"));
+    let own = model.cel.iter().any(|c| c.rule.contains("oldSelf"))
+        || model.fields.iter().any(|f| {
+            f.attrs.immutable.is_present() || f.attrs.cel.iter().any(|c| c.rule.contains("oldSelf"))
+        });
+    let mut children = Vec::new();
+    let mut checks = Vec::new();
+    for f in model.fields.iter().filter(|f| !f.skip) {
+        let ty = unwrap_wrappers(&f.attrs.ty);
+        match generic_args(ty) {
+            Some((name, args))
+                if matches!(name.as_str(), "Vec" | "VecDeque" | "BTreeSet" | "HashSet")
+                    && args.len() == 1 =>
+            {
+                let item = unwrap_wrappers(args[0]);
+                if is_self(item) {
+                    continue;
+                }
+                let map_list = f
+                    .attrs
+                    .list_type
+                    .as_ref()
+                    .is_some_and(|t| t.as_str() == "map");
+                if map_list {
+                    children.push(quote!(<#item>::__APIFORGE_TRANSITION_RULES));
+                } else {
+                    let msg = format!(
+                        "oldSelf cannot be used on the uncorrelatable portion of the schema within {}: the items of a list that is not `list_type = \"map\"` cannot be correlated with the old object, so `{}` (its items' type) and the types below it must have no `cel` rule reading `oldSelf` and no `immutable` field",
+                        f.json_name,
+                        quote!(#item).to_string().replace(' ', "")
+                    );
+                    let span = syn::spanned::Spanned::span(&f.attrs.ty);
+                    checks.push(quote_spanned! {span=>
+                        ::core::assert!(!<#item>::__APIFORGE_TRANSITION_RULES, #msg);
+                    });
+                }
+            }
+            Some((name, args))
+                if matches!(name.as_str(), "BTreeMap" | "HashMap" | "IndexMap")
+                    && args.len() >= 2 =>
+            {
+                let value = unwrap_wrappers(args[1]);
+                if !is_self(value) {
+                    children.push(quote!(<#value>::__APIFORGE_TRANSITION_RULES));
+                }
+            }
+            _ if is_self(ty) => {}
+            _ => children.push(quote!(<#ty>::__APIFORGE_TRANSITION_RULES)),
+        }
+    }
+    quote! {
+        #[automatically_derived]
+        impl #ident {
+            #[doc(hidden)]
+            pub const __APIFORGE_TRANSITION_RULES: bool = {
+                #[allow(unused_imports)]
+                use #rt::NoTransitionRules as _;
+                #own #(|| #children)*
+            };
+        }
+        const _: () = {
+            #[allow(unused_imports)]
+            use #rt::NoTransitionRules as _;
+            #(#checks)*
+        };
+    }
+}

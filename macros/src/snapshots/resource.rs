@@ -17,7 +17,6 @@ const _: () = {
             short_names: &["db"],
             categories: &[],
             printer_columns: &[
-                ::apiforge_runtime::codegen::v1::PrinterColumn::NAME,
                 ::apiforge_runtime::codegen::v1::PrinterColumn {
                     name: "Replicas",
                     type_: "integer",
@@ -148,4 +147,18 @@ const _: () = {
             }
         }
     }
+    #[automatically_derived]
+    impl Database {
+        #[doc(hidden)]
+        pub const __APIFORGE_TRANSITION_RULES: bool = {
+            #[allow(unused_imports)]
+            use ::apiforge_runtime::codegen::v1::NoTransitionRules as _;
+            false || <ObjectMeta>::__APIFORGE_TRANSITION_RULES
+                || <DatabaseSpec>::__APIFORGE_TRANSITION_RULES
+        };
+    }
+    const _: () = {
+        #[allow(unused_imports)]
+        use ::apiforge_runtime::codegen::v1::NoTransitionRules as _;
+    };
 };

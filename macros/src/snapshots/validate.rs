@@ -115,6 +115,14 @@ const _: () = {
                         .__apiforge_validate(&__path),
                 );
             }
+            {
+                let __path = path.child("maxSize");
+                let __field = &self.max_size;
+                errs.extend(
+                    (&::apiforge_runtime::codegen::v1::Probe(__field))
+                        .__apiforge_validate(&__path),
+                );
+            }
             ::apiforge_runtime::codegen::v1::union(
                 &mut errs,
                 path,
@@ -208,6 +216,16 @@ const _: () = {
                         .__apiforge_validate_update(&__path),
                 );
             }
+            {
+                let __path = path.child("maxSize");
+                errs.extend(
+                    (&::apiforge_runtime::codegen::v1::ProbePair(
+                        &self.max_size,
+                        &old.max_size,
+                    ))
+                        .__apiforge_validate_update(&__path),
+                );
+            }
             errs
         }
         fn default_fields(&mut self) {
@@ -223,6 +241,8 @@ const _: () = {
             (&mut ::apiforge_runtime::codegen::v1::ProbeMut(&mut self.secret_ref))
                 .__apiforge_default();
             (&mut ::apiforge_runtime::codegen::v1::ProbeMut(&mut self.ports))
+                .__apiforge_default();
+            (&mut ::apiforge_runtime::codegen::v1::ProbeMut(&mut self.max_size))
                 .__apiforge_default();
         }
         fn publish_schema(
@@ -373,7 +393,28 @@ const _: () = {
                     Vec<Port>,
                 >(::core::marker::PhantomData))
                     .__apiforge_publish(generator);
+                (&::apiforge_runtime::codegen::v1::ProbeType::<
+                    Option<i32>,
+                >(::core::marker::PhantomData))
+                    .__apiforge_publish(generator);
             }
         }
     }
+    #[automatically_derived]
+    impl Spec {
+        #[doc(hidden)]
+        pub const __APIFORGE_TRANSITION_RULES: bool = {
+            #[allow(unused_imports)]
+            use ::apiforge_runtime::codegen::v1::NoTransitionRules as _;
+            true || <i32>::__APIFORGE_TRANSITION_RULES
+                || <String>::__APIFORGE_TRANSITION_RULES
+                || <String>::__APIFORGE_TRANSITION_RULES
+                || <Port>::__APIFORGE_TRANSITION_RULES
+                || <i32>::__APIFORGE_TRANSITION_RULES
+        };
+    }
+    const _: () = {
+        #[allow(unused_imports)]
+        use ::apiforge_runtime::codegen::v1::NoTransitionRules as _;
+    };
 };

@@ -45,4 +45,19 @@ pub mod v1 {
         unique_map_keys,
     };
     pub use crate::validation::{ErrorList, FieldPath, Validate};
+
+    /// Whether a type (or a part of it an old object can be correlated
+    /// with) has transition rules (`cel` rules reading `oldSelf`,
+    /// `immutable` fields). `#[derive(Validate)]` gives its types an
+    /// inherent `__APIFORGE_TRANSITION_RULES` constant, which takes
+    /// precedence over this default for every other type: a derive checks
+    /// at compile time that the items of its lists that are not
+    /// `list_type = "map"` have none, as kube-apiserver refuses such rules
+    /// on the uncorrelatable portion of a schema.
+    pub trait NoTransitionRules {
+        /// No transition rules.
+        const __APIFORGE_TRANSITION_RULES: bool = false;
+    }
+
+    impl<T: ?Sized> NoTransitionRules for T {}
 }

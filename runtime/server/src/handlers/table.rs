@@ -39,11 +39,23 @@ const DEFAULT_COLUMNS: [PrinterColumn; 2] = [
     },
 ];
 
-fn columns(info: &KindInfo) -> &'static [PrinterColumn] {
+/// A kind's columns: its declared ones after the object's name (upstream's
+/// custom resource table convertor prepends `Name` to the additional
+/// printer columns), or the default table's.
+fn columns(info: &KindInfo) -> std::borrow::Cow<'static, [PrinterColumn]> {
     if info.printer_columns.is_empty() {
-        &DEFAULT_COLUMNS
+        std::borrow::Cow::Borrowed(&DEFAULT_COLUMNS)
+    } else if info
+        .printer_columns
+        .iter()
+        .any(|c| c.json_path == ".metadata.name")
+    {
+        std::borrow::Cow::Borrowed(info.printer_columns)
     } else {
-        info.printer_columns
+        let mut cols = Vec::with_capacity(info.printer_columns.len() + 1);
+        cols.push(PrinterColumn::NAME);
+        cols.extend_from_slice(info.printer_columns);
+        std::borrow::Cow::Owned(cols)
     }
 }
 
@@ -239,7 +251,7 @@ pub fn table(
     list_meta: Option<Value>,
     with_columns: bool,
 ) -> Value {
-    let cols = printer.map_or_else(|| columns(info), |p| p.columns);
+    let cols = printer.map_or_else(|| columns(info), |p| std::borrow::Cow::Borrowed(p.columns));
     let defs: Vec<Value> = cols
         .iter()
         .map(|c| json!({"name": c.name, "type": c.type_, "format": c.format, "description": c.description, "priority": c.priority}))

@@ -1,0 +1,16 @@
+#![allow(unused_imports)]
+
+use apiforge_runtime::meta::ObjectMeta;
+use apiforge_runtime::{Convert, Resource, Validate};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Default, Serialize, Deserialize, JsonSchema, Validate)]
+#[serde(rename_all = "camelCase")]
+#[validate(cel(rule = "self.replicaz <= self.maxReplicas"))]
+pub struct Spec {
+    pub replicas: i32,
+    pub max_replicas: i32,
+}
+
+fn main() {}
