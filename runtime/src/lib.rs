@@ -82,3 +82,9 @@ pub use apiforge_storage as storage;
 /// `apiforge-macros` names the runtime. Not a public API.
 #[doc(hidden)]
 pub use apiforge_core::codegen;
+
+#[cfg(feature = "kube")]
+pub use apiforge_core::client;
+
+#[cfg(feature = "testing")]
+pub mod testing;
