@@ -33,13 +33,14 @@
 //! - [`Faults::drop_watches`]: every open watch ends now (clients re-watch
 //!   from their last resource version).
 //!
-//! The test server runs without the watch cache (reads and watches go to
+//! The test server runs without API Priority and Fairness and without the
+//! watch cache (reads and watches go to
 //! storage) so that watch faults reach clients directly.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use apiforge_core::scheme::Scheme;
@@ -110,9 +111,9 @@ impl TestServer {
         let began = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("apiforge-test-")
-            .tempdir()
+            .tempdir_in(temp_root())
             .map_err(|e| Error::Io(e.to_string()))?;
-        let docs = Documents::from_scheme(&scheme).map_err(|e| Error::Documents(e.to_string()))?;
+        let docs = documents(&scheme)?;
         let store = apiforge_storage::embedded::EmbeddedStore::open(
             &dir.path().join("store"),
             Default::default(),
@@ -132,7 +133,12 @@ impl TestServer {
             storage_prefix: "/registry".into(),
             watch_cache: None,
             admission: Default::default(),
-            filters: Default::default(),
+            // API Priority and Fairness off: its config producer is a
+            // post-start hook of its own, and a test server has no load.
+            filters: apiforge_server::filters::ChainConfig {
+                enable_priority_and_fairness: false,
+                ..Default::default()
+            },
             authentication: Default::default(),
             authorization: Default::default(),
             identity_lease: Default::default(),
@@ -297,6 +303,57 @@ impl Drop for TestServer {
             let _ = tx.send(());
         }
     }
+}
+
+/// Where test servers keep their data: `APIFORGE_TESTING_TMPDIR`, else
+/// `/dev/shm` when it is a writable directory (a tmpfs: the store's
+/// commits need not reach a disk), else the system temporary directory.
+fn temp_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("APIFORGE_TESTING_TMPDIR") {
+        return dir.into();
+    }
+    let shm = Path::new("/dev/shm");
+    let writable =
+        shm.is_dir() && std::fs::metadata(shm).is_ok_and(|m| !m.permissions().readonly());
+    if writable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// The scheme's OpenAPI and discovery documents, generated once per
+/// process for each set of kinds (named by group, versions, kinds and
+/// OpenAPI model names): the tests of one binary usually share a scheme,
+/// and generating the documents is most of a debug build's start-up.
+fn documents(scheme: &Scheme) -> Result<Documents, Error> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Documents>>> = OnceLock::new();
+    let mut key = String::new();
+    for group in scheme.groups() {
+        key.push_str(group.name);
+        key.push('|');
+        key.push_str(&group.versions.join(","));
+        for kind in &group.kinds {
+            let info = kind.storage_info();
+            key.push('|');
+            key.push_str(info.kind);
+            key.push(':');
+            key.push_str(info.openapi_name);
+            key.push(':');
+            key.push_str(&kind.versions().len().to_string());
+        }
+        key.push('\n');
+    }
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(docs) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(docs.clone());
+    }
+    let docs = Documents::from_scheme(scheme).map_err(|e| Error::Documents(e.to_string()))?;
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, docs.clone());
+    Ok(docs)
 }
 
 /// A client for a cluster that does not exist yet, replaced once the

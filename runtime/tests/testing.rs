@@ -362,4 +362,11 @@ async fn starts_fast_and_cleans_up() {
     assert!(dir.is_dir());
     drop(server);
     assert!(!dir.exists(), "the temporary directory is removed on drop");
+    // A second start reuses the scheme's documents.
+    let server = TestServer::start(scheme()).await.expect("start again");
+    eprintln!(
+        "test server start-up (documents cached): {:?}",
+        server.startup_time()
+    );
+    server.stop().await.expect("stop");
 }
