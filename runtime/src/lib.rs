@@ -60,6 +60,14 @@
 //!
 //! Without `server` only `apiforge-core` is built; that is what build
 //! scripts link.
+//!
+//! Two optional features serve tests and clients:
+//! - `kube`: [`client`], kube-rs client types for derived kinds
+//!   (`kube::Api<client::KubeObject<Book>>`), over kube-core and
+//!   k8s-openapi only;
+//! - `testing` (implies `server` and `kube`): [`testing`], an in-process
+//!   server for `#[tokio::test]`s with a kube-rs client and fault
+//!   injection.
 
 pub use apiforge_core::{Convert, Resource, Validate};
 pub use apiforge_core::{

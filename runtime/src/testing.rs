@@ -203,7 +203,7 @@ impl TestServer {
                 Ok(()) => return Ok(()),
                 Err(e) => last = e,
             }
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         Err(Error::Start(format!(
             "not ready after {READY_TIMEOUT:?}: {last}"
