@@ -24,6 +24,9 @@ mdbook build docs
 python3 scripts/check-doc-links.py .
 echo "== cargo test"
 cargo test --workspace --locked 2>&1 | tee target/test-output.log
+echo "== cargo test -p apiforge-runtime --features testing (the in-process test server and kube-rs client types)"
+# Feature-gated targets that the workspace run leaves out (required-features).
+cargo test --locked -p apiforge-runtime --features testing 2>&1 | tee -a target/test-output.log
 # cargo test prints one summary per test binary; end with the total.
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' target/test-output.log
 echo "== apiforge init: a generated project builds, tests, serves, and kubectl uses it"

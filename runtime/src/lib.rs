@@ -63,6 +63,14 @@
 //!
 //! Without `server` only `apiforge-core` is built; that is what build
 //! scripts link.
+//!
+//! Two optional features serve tests and clients:
+//! - `kube`: [`client`], kube-rs client types for derived kinds
+//!   (`kube::Api<client::KubeObject<Book>>`), over kube-core and
+//!   k8s-openapi only;
+//! - `testing` (implies `server` and `kube`): [`testing`], an in-process
+//!   server for `#[tokio::test]`s with a kube-rs client and fault
+//!   injection.
 
 pub use apiforge_core::{Convert, Resource, Validate};
 pub use apiforge_core::{
@@ -85,6 +93,12 @@ pub use apiforge_storage as storage;
 /// `apiforge-macros` names the runtime. Not a public API.
 #[doc(hidden)]
 pub use apiforge_core::codegen;
+
+#[cfg(feature = "kube")]
+pub use apiforge_core::client;
+
+#[cfg(feature = "testing")]
+pub mod testing;
 
 #[cfg(doctest)]
 mod guide;

@@ -14,9 +14,9 @@ pub(crate) fn expand(resource: &ResourceModel, model: &ValidateModel) -> TokenSt
         &resource.plural,
         &resource.singular,
     );
-    let scope = match resource.scope {
-        Scope::Namespaced => quote!(#rt::Scope::Namespaced),
-        Scope::Cluster => quote!(#rt::Scope::Cluster),
+    let (scope, kube_scope) = match resource.scope {
+        Scope::Namespaced => (quote!(#rt::Scope::Namespaced), quote!(namespaced)),
+        Scope::Cluster => (quote!(#rt::Scope::Cluster), quote!(cluster)),
     };
     let short_names = &resource.short_names;
     let categories = &resource.categories;
@@ -119,5 +119,8 @@ pub(crate) fn expand(resource: &ResourceModel, model: &ValidateModel) -> TokenSt
             }
         }
         #strategy
+        // The kube-rs scope type, for `KubeObject<Self>`: expands to nothing
+        // unless the runtime was built with its `kube` feature.
+        #rt::kube_scope!(#ident, #kube_scope);
     }
 }

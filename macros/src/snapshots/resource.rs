@@ -67,6 +67,7 @@ const _: () = {
     }
     #[automatically_derived]
     impl ::apiforge_runtime::codegen::v1::Strategy for Database {}
+    ::apiforge_runtime::codegen::v1::kube_scope!(Database, namespaced);
     #[automatically_derived]
     impl ::apiforge_runtime::codegen::v1::Validate for Database {
         fn validate(

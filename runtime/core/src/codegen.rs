@@ -29,6 +29,7 @@ pub mod v1 {
     pub use serde;
     pub use serde_json;
 
+    pub use crate::__kube_scope as kube_scope;
     pub use crate::cel::Rule;
     pub use crate::meta::ObjectMeta;
     pub use crate::resource::{

@@ -41,6 +41,8 @@ pub mod apiextensions;
 pub mod builtin;
 pub mod bundle;
 pub mod cel;
+#[cfg(feature = "kube")]
+pub mod client;
 #[doc(hidden)]
 pub mod codegen;
 pub mod discovery;
@@ -55,3 +57,12 @@ pub mod scheme;
 pub mod validation;
 
 pub use apiforge_macros::{Convert, Resource, Validate};
+
+/// Without the `kube` feature the derive's kube-rs scope impl expands to
+/// nothing. Not a public API.
+#[cfg(not(feature = "kube"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kube_scope {
+    ($($tokens:tt)*) => {};
+}
