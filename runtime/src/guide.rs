@@ -1,6 +1,8 @@
 //! The user guide's Rust samples (`docs/`, an mdBook), compiled as
 //! doctests of this crate so that a sample that stops compiling fails the
-//! test run. Only built for `cargo test --doc`.
+//! test run. Only built for `cargo test -p apiforge-runtime --features
+//! testing --doc` (the samples use the in-process server and kube-rs
+//! types), which `scripts/test.sh` runs.
 
 /// `docs/defining-a-group.md`.
 #[doc = include_str!("../../docs/defining-a-group.md")]

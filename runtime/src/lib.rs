@@ -100,5 +100,7 @@ pub use apiforge_core::client;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-#[cfg(doctest)]
+// The guide's samples use the in-process server and kube-rs types:
+// `cargo test -p apiforge-runtime --features testing` (scripts/test.sh).
+#[cfg(all(doctest, feature = "testing"))]
 mod guide;
