@@ -4,6 +4,7 @@
 #                with libprotobuf-dev for the well-known .proto files)
 #   etcd        (the etcd3 storage backend's tests start a throwaway etcd)
 #   mdbook      (the user guide is built and its links checked)
+#   cargo-fuzz  (scripts/fuzz.sh runs the fuzz targets)
 # kubectl is expected on the machine (the smoke tests say so clearly if it is missing).
 # Idempotent: does nothing when everything is there.
 # Usage: install-deps.sh [--build-only]   (--build-only: just what building needs)
@@ -39,6 +40,13 @@ MDBOOK_VERSION=0.5.4
 if [ $build_only -eq 0 ] && ! mdbook --version 2>/dev/null | grep -q "v$MDBOOK_VERSION"; then
   echo "install-deps: installing mdbook $MDBOOK_VERSION with cargo" >&2
   cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features --quiet
+fi
+
+# cargo-fuzz runs the fuzz targets (scripts/fuzz.sh).
+CARGO_FUZZ_VERSION=0.13.2
+if [ $build_only -eq 0 ] && ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
+  echo "install-deps: installing cargo-fuzz $CARGO_FUZZ_VERSION with cargo" >&2
+  cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --quiet
 fi
 
 command -v protoc >/dev/null || { echo "install-deps: protoc is still missing" >&2; exit 1; }

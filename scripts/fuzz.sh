@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of apiforge's input edges (fuzz/fuzz_targets/):
+# builds every cargo-fuzz target (libFuzzer, AddressSanitizer) and runs each
+# for a bounded time from its checked-in seed corpus (fuzz/corpus/<target>;
+# what a run finds is kept in target/fuzz-corpus, not committed). Fails on
+# any crash; the crashing input is left in fuzz/artifacts/<target>/.
+#
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 20)
+# cargo-fuzz passes -Z flags to rustc: on a stable toolchain this script
+# sets RUSTC_BOOTSTRAP=1 for that (the sanitizer runtime ships with std).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-20}
+command -v cargo-fuzz >/dev/null || { echo "fuzz: cargo-fuzz is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
+export RUSTC_BOOTSTRAP=1
+export CARGO_TARGET_DIR=$PWD/target/fuzz
+cd fuzz
+start=$(date +%s)
+cargo fuzz build -O
+built=$(date +%s)
+echo "fuzz: targets built in $((built - start)) s"
+status=0
+for target in $(cargo fuzz list); do
+  corpus=$CARGO_TARGET_DIR/../fuzz-corpus/$target
+  mkdir -p "$corpus"
+  log=$CARGO_TARGET_DIR/$target.log
+  if cargo fuzz run -O "$target" "$corpus" "corpus/$target" -- \
+      -max_total_time="$seconds" -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1; then
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+    echo "fuzz: $target: $runs executions in ${seconds} s, no crash"
+  else
+    status=1
+    echo "fuzz: $target FAILED; the end of its log ($log):" >&2
+    tail -40 "$log" >&2
+  fi
+done
+exit $status
