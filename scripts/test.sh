@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 export CARGO_TERM_COLOR=never
+# One-shot builds: incremental state only costs disk (tens of GiB over time).
+export CARGO_INCREMENTAL=0
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== layering: apiforge-core serves nothing"
