@@ -85,27 +85,13 @@ impl Ty {
 /// The CEL type of a Rust field type; `max_length` and `max_items` are the
 /// field's own bounds.
 pub(crate) fn ty_of(ty: &syn::Type, max_length: Option<u64>, max_items: Option<u64>) -> Ty {
-    let syn::Type::Path(p) = ty else {
-        return match ty {
-            syn::Type::Reference(r) => ty_of(&r.elem, max_length, max_items),
-            _ => Ty::Dyn,
-        };
-    };
-    let Some(last) = p.path.segments.last() else {
+    if let syn::Type::Reference(r) = ty {
+        return ty_of(&r.elem, max_length, max_items);
+    }
+    let Some((name, args)) = crate::model::generic_args(ty) else {
         return Ty::Dyn;
     };
-    let args: Vec<&syn::Type> = match &last.arguments {
-        syn::PathArguments::AngleBracketed(a) => a
-            .args
-            .iter()
-            .filter_map(|a| match a {
-                syn::GenericArgument::Type(t) => Some(t),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    match (last.ident.to_string().as_str(), args.as_slice()) {
+    match (name.as_str(), args.as_slice()) {
         ("String" | "str", _) => Ty::String(max_length),
         ("bool", _) => Ty::Bool,
         ("i8" | "i16" | "i32" | "i64" | "isize" | "u8" | "u16" | "u32" | "u64" | "usize", _) => {

@@ -56,6 +56,24 @@ pub(crate) fn codegen(krate: &syn::Path) -> syn::Path {
     syn::parse_quote!(#krate::codegen::v1)
 }
 
+/// The name of a path type's last segment and its type arguments.
+pub(crate) fn generic_args(ty: &syn::Type) -> Option<(String, Vec<&syn::Type>)> {
+    let syn::Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    let args = match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) => a
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                syn::GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some((last.ident.to_string(), args))
+}
+
 pub(crate) fn is_option(ty: &syn::Type) -> bool {
     match ty {
         syn::Type::Path(p) => {

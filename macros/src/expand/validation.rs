@@ -2,7 +2,7 @@ use proc_macro2::Span;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use crate::model::{FieldModel, ValidateModel};
+use crate::model::{FieldModel, ValidateModel, generic_args};
 
 fn format_variant(name: &str) -> syn::Ident {
     let v = match name {
@@ -243,24 +243,6 @@ fn unwrap_wrappers(ty: &syn::Type) -> &syn::Type {
         return unwrap_wrappers(inner);
     }
     ty
-}
-
-/// The name of a path type's last segment and its type arguments.
-fn generic_args(ty: &syn::Type) -> Option<(String, Vec<&syn::Type>)> {
-    let syn::Type::Path(p) = ty else { return None };
-    let last = p.path.segments.last()?;
-    let args = match &last.arguments {
-        syn::PathArguments::AngleBracketed(a) => a
-            .args
-            .iter()
-            .filter_map(|a| match a {
-                syn::GenericArgument::Type(t) => Some(t),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    Some((last.ident.to_string(), args))
 }
 
 /// The inherent `__APIFORGE_TRANSITION_RULES` constant of the type (see

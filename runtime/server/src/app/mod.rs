@@ -3,7 +3,9 @@
 //! kube-apiserver-style flag and default, `openapi`, `crd` and `snapshot`.
 //!
 //! ```no_run
-//! # fn group() -> apiforge_core::scheme::Group { unimplemented!() }
+//! # fn group() -> apiforge_core::scheme::Group {
+//! #     apiforge_core::scheme::Group::new("bookstore.example.com", &["v1"])
+//! # }
 //! fn main() -> anyhow::Result<()> {
 //!     apiforge_server::app::Server::new("bookstore")
 //!         .about("A bookstore API server")
