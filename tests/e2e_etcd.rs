@@ -117,7 +117,10 @@ async fn api_recovers_after_etcd_restart() {
     match event {
         Some(WatchEvent::Added(o)) => assert_eq!(o.metadata.name.as_deref(), Some("after")),
         Some(other) => panic!("unexpected event {other:?}"),
-        None => panic!("watch still open; log:\n{}", server.log()),
+        None => panic!(
+            "the watch ended without the event; server warnings:\n{}",
+            server.warnings()
+        ),
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

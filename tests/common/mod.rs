@@ -119,6 +119,16 @@ impl Server {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The warnings and errors in the server's log so far: short enough
+    /// that a failure message quoting them survives CI's truncation.
+    pub fn warnings(&self) -> String {
+        self.log()
+            .lines()
+            .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// A kube client from the admin kubeconfig.
     pub async fn client(&self) -> kube::Client {
         let kc = Kubeconfig::read_from(self.kubeconfig()).expect("read kubeconfig");

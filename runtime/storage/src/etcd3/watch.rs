@@ -52,9 +52,13 @@
 //! - passes an answer on only once the answer to a second request, sent when
 //!   the first answer arrived, is back without an event at or below the
 //!   first answer having arrived in between, so events queued behind it come
-//!   first (etcd's send loop drains the queued events meanwhile).
+//!   first (etcd's send loop drains the queued events meanwhile), and once
+//!   reads at the two revisions show that nothing under the prefix changed
+//!   after the last event delivered (the events of a watcher etcd still
+//!   keeps unsynced come from a 100 ms loop, which a loaded machine delays
+//!   past both answers).
 //!
-//! So on such versions a progress notification costs two round trips, and a
+//! So on such versions a progress notification costs three round trips, and a
 //! watch replaying history in which a key under its prefix was created and
 //! deleted again, and nothing else matches, gets progress only after its
 //! first event (or etcd's periodic notification). A watcher
@@ -269,16 +273,18 @@ async fn open(inner: &Inner, spec: &Spec, last: Revision) -> Result<Session> {
         .map_err(|_| Error::Timeout(format!("etcd did not create the watch within {timeout:?}")))?
 }
 
-/// Whether a watcher created at revision `upto` to start after `after` has
-/// nothing to replay, so that it is caught up at once (`State::synced`).
+/// Whether nothing under the watch's prefix changed after revision `after`
+/// up to `upto`: a watcher created at `upto` to start after `after` has
+/// nothing to replay, so that it is caught up at once (`State::synced`),
+/// and a progress answer at `upto` passes no event still to come.
 ///
-/// Only asked where it matters: of etcd that answers `RequestProgress` out
-/// of band (see the module docs), for a watch with `progress` created
-/// behind etcd's revision. Such a watch would otherwise get no progress
-/// until its first event, and the watch cache's consistent reads could not
-/// catch up; that is the usual case of a watch resumed after an etcd
-/// restart (other keys, such as leases, were written before the watch was
-/// back). A put in the range leaves a key with a newer mod revision at
+/// Only asked where it matters, of etcd that answers `RequestProgress` out
+/// of band (see the module docs): for a watch with `progress` created
+/// behind etcd's revision, which would otherwise get no progress until its
+/// first event, so that the watch cache's consistent reads could not catch
+/// up (the usual case of a watch resumed after an etcd restart: other
+/// keys, such as leases, were written before the watch was back); and
+/// before a confirmed progress answer is passed on. A put in the range leaves a key with a newer mod revision at
 /// `upto`; a delete leaves fewer keys than at `after`, unless offset by a
 /// put, which shows. A key both created and deleted in the range shows
 /// neither way: its replayed events may then come after a progress
@@ -302,11 +308,9 @@ async fn nothing_to_replay(inner: &Inner, spec: &Spec, after: Revision, upto: Re
             async move { kv.get(key, Some(opts)).await }
         })
     };
-    let (Ok(newer), Ok(before), Ok(now)) = (
-        read(newer).await,
-        read(count_at(after)).await,
-        read(count_at(upto)).await,
-    ) else {
+    let (Ok(newer), Ok(before), Ok(now)) =
+        tokio::join!(read(newer), read(count_at(after)), read(count_at(upto)))
+    else {
         return false;
     };
     newer.kvs().is_empty() && before.count() == now.count()
@@ -536,6 +540,18 @@ async fn handle(
         return match state.pending_progress {
             Some((confirmed, needed)) if state.progress_answers >= needed => {
                 state.pending_progress = None;
+                // Events at or below the answer can still be on their way
+                // even so: those of a watcher etcd keeps unsynced come from
+                // its 100 ms sync loop, which falls behind on a loaded
+                // machine. Trust the answer only when the store shows that
+                // nothing under the prefix changed after the last event
+                // delivered, up to the answer; otherwise the next answer
+                // will do, after the events.
+                if confirmed > state.last
+                    && !nothing_to_replay(inner, spec, state.last, confirmed).await
+                {
+                    return None;
+                }
                 emit_progress(state, tx, confirmed).await
             }
             // The answer to a request sent before the pending one arrived.
