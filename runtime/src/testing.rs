@@ -22,16 +22,27 @@
 //! through a wrapper around the storage (so the normal serving path is
 //! unchanged; the wrapper exists only in test servers):
 //! - [`Faults::fail_writes`]: the next N creates/updates/deletes of keys
-//!   matching a filter fail: `409 Conflict`, `500 InternalError` or
-//!   `503 ServiceUnavailable`, as Kubernetes `Status` bodies (a storage
-//!   conflict of an update or patch is retried by the server, as upstream's
+//!   matching a filter fail: `409 Conflict`, `500 InternalError`,
+//!   `503 ServiceUnavailable` or `429 TooManyRequests` (with
+//!   `Retry-After`), as Kubernetes `Status` bodies (a storage conflict of
+//!   an update or patch is retried by the server, as upstream's
 //!   `GuaranteedUpdate` does, so `Conflict` reaches clients from creates
-//!   and deletes; kube-rs's default client retries 503s);
+//!   and deletes; kube-rs's default client retries 429s and 503s);
 //! - [`Faults::expire_watches`]: every watch (or list-watch) started from a
 //!   resource version seen before the call gets `410 Gone` /
 //!   an `ERROR` event with reason `Expired`, as after an etcd compaction;
 //! - [`Faults::drop_watches`]: every open watch ends now (clients re-watch
 //!   from their last resource version).
+//!
+//! # The lease clock
+//!
+//! [`TestServer::clock`] is the wall clock the server's lease controllers
+//! read (its identity lease: renewals and the collection of other
+//! instances' expired identity leases; the leader election of its
+//! singleton controllers on etcd). [`Clock::freeze`] stops it and
+//! [`Clock::step`] moves it forward; each step makes those controllers
+//! look at their leases at once, so a test sees a lease expire without
+//! waiting its duration out.
 //!
 //! The test server runs without API Priority and Fairness and without the
 //! watch cache (reads and watches go to
@@ -50,6 +61,8 @@ use apiforge_storage::{
 };
 use bytes::Bytes;
 use futures::StreamExt;
+
+pub use apiforge_server::clock::Clock;
 
 /// Why a test server did not start.
 #[derive(Debug)]
@@ -88,6 +101,7 @@ pub struct TestServer {
     kubeconfig: PathBuf,
     url: String,
     faults: Faults,
+    clock: Clock,
     startup: Duration,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), String>>>,
@@ -121,6 +135,7 @@ impl TestServer {
         .map_err(|e| Error::Io(e.to_string()))?;
         let faults = Faults::new(Arc::new(store));
         let storage: Arc<dyn Storage> = Arc::new(faults.clone());
+        let clock = Clock::controllable();
         let config = apiforge_server::server::Config {
             bind_address: std::net::Ipv4Addr::LOCALHOST.into(),
             secure_port: 0,
@@ -142,6 +157,7 @@ impl TestServer {
             authentication: Default::default(),
             authorization: Default::default(),
             identity_lease: Default::default(),
+            clock: clock.clone(),
             controllers: Default::default(),
             audit: Default::default(),
             aggregator: Default::default(),
@@ -175,6 +191,7 @@ impl TestServer {
             kubeconfig: dir.path().join("admin.kubeconfig"),
             url: String::new(),
             faults,
+            clock,
             startup: Duration::ZERO,
             shutdown: Some(shutdown_tx),
             task: Some(task),
@@ -280,6 +297,12 @@ impl TestServer {
         &self.faults
     }
 
+    /// The clock of the server's lease controllers (see the module
+    /// documentation): freeze it, step it.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     /// Shuts the server down gracefully and waits for it to finish.
     pub async fn stop(mut self) -> Result<(), Error> {
         if let Some(tx) = self.shutdown.take() {
@@ -374,6 +397,10 @@ pub enum WriteFault {
     Internal,
     /// `503 ServiceUnavailable`, as when etcd is unreachable.
     Unavailable,
+    /// `429 TooManyRequests` with `Retry-After: 1` and
+    /// `details.retryAfterSeconds: 1`, as API Priority and Fairness rejects
+    /// a request when its queues are full.
+    TooManyRequests,
 }
 
 #[derive(Default)]
@@ -470,6 +497,9 @@ impl Faults {
             WriteFault::Unavailable => {
                 apiforge_storage::Error::Unavailable("injected: storage unavailable".into())
             }
+            WriteFault::TooManyRequests => apiforge_storage::Error::TooManyRequests(
+                "Too many requests, please try again later. (injected)".into(),
+            ),
         })
     }
 

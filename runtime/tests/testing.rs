@@ -218,6 +218,7 @@ async fn injected_write_failures_are_status_errors() {
         (WriteFault::Conflict, 409, "Conflict"),
         (WriteFault::Internal, 500, "InternalError"),
         (WriteFault::Unavailable, 503, "ServiceUnavailable"),
+        (WriteFault::TooManyRequests, 429, "TooManyRequests"),
     ] {
         faults.fail_writes("bookstore.example.com/books/", 2, fault);
         for _ in 0..2 {
@@ -228,6 +229,43 @@ async fn injected_write_failures_are_status_errors() {
             assert_eq!(api_error(err), (code, reason.to_string()), "{fault:?}");
         }
         assert_eq!(faults.pending_write_faults(), 0);
+    }
+    // A 429 tells the client when to come back, in the header and the body.
+    faults.fail_writes(
+        "bookstore.example.com/books/",
+        1,
+        WriteFault::TooManyRequests,
+    );
+    let body = serde_json::to_vec(&book("b", "B")).expect("encode");
+    let request = http::Request::post("/apis/bookstore.example.com/v1/namespaces/faults/books")
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(body))
+        .expect("request");
+    let response = server
+        .client_without_retries()
+        .send(request)
+        .await
+        .expect("response");
+    assert_eq!(response.status(), 429);
+    assert_eq!(
+        response.headers().get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    faults.fail_writes(
+        "bookstore.example.com/books/",
+        1,
+        WriteFault::TooManyRequests,
+    );
+    match books.create(&PostParams::default(), &book("b", "B")).await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 429);
+            assert_eq!(status.reason, "TooManyRequests");
+            assert_eq!(
+                status.message,
+                "Too many requests, please try again later. (injected)"
+            );
+        }
+        other => panic!("expected 429, got {other:?}"),
     }
     // Other keys are not affected, and the next write goes through.
     books
@@ -369,4 +407,80 @@ async fn starts_fast_and_cleans_up() {
         server.startup_time()
     );
     server.stop().await.expect("stop");
+}
+
+/// The lease clock: while it is frozen another instance's identity lease
+/// outlives any wait; stepped past the lease's duration, the server
+/// collects it at once, and renews its own lease at the stepped time.
+#[tokio::test]
+async fn a_stepped_clock_expires_identity_leases() {
+    use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+
+    let server = TestServer::start(scheme())
+        .await
+        .expect("test server starts");
+    let leases: Api<Lease> = Api::namespaced(server.client(), "kube-system");
+    let clock = server.clock();
+    clock.freeze();
+    let frozen_at = clock.now();
+    let mut gone = Lease::default();
+    gone.metadata.name = Some("apiserver-gone".into());
+    gone.metadata.labels = Some(
+        [(
+            "apiserver.kubernetes.io/identity".to_string(),
+            "kube-apiserver".to_string(),
+        )]
+        .into(),
+    );
+    gone.spec = Some(LeaseSpec {
+        holder_identity: Some("apiserver-gone".into()),
+        lease_duration_seconds: Some(60),
+        renew_time: Some(MicroTime(frozen_at)),
+        ..Default::default()
+    });
+    leases
+        .create(&PostParams::default(), &gone)
+        .await
+        .expect("create another instance's lease");
+    clock.step(Duration::from_secs(30));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        leases
+            .get_opt("apiserver-gone")
+            .await
+            .expect("get")
+            .is_some(),
+        "30 s into a 60 s lease it stays"
+    );
+    clock.step(Duration::from_secs(31));
+    let mut collected = false;
+    for _ in 0..100 {
+        if leases
+            .get_opt("apiserver-gone")
+            .await
+            .expect("get")
+            .is_none()
+        {
+            collected = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(collected, "expired on the stepped clock: collected");
+    let own = leases
+        .list(&ListParams::default().labels("apiserver.kubernetes.io/identity=kube-apiserver"))
+        .await
+        .expect("list identity leases");
+    assert_eq!(own.items.len(), 1, "the server's own lease stays");
+    let renewed = own.items[0]
+        .spec
+        .as_ref()
+        .and_then(|s| s.renew_time.as_ref())
+        .map(|t| t.0)
+        .expect("renewTime");
+    assert!(
+        renewed.as_second() >= frozen_at.as_second() + 61,
+        "renewed at the stepped time: {renewed} (frozen at {frozen_at})"
+    );
 }

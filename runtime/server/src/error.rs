@@ -63,6 +63,15 @@ impl From<storage::Error> for ApiError {
                 s
             }
             E::Unavailable(m) => Status::unavailable(m.clone()),
+            // apimachinery's NewTooManyRequests(message, 1).
+            E::TooManyRequests(m) => {
+                let mut s = Status::failure(429, "TooManyRequests", m.clone());
+                s.details = Some(apiforge_core::meta::StatusDetails {
+                    retry_after_seconds: Some(1),
+                    ..Default::default()
+                });
+                s
+            }
             E::Timeout(m) => Status::timeout(m.clone()),
             E::WatcherTooSlow => Status::failure(500, "InternalError", e.to_string()),
             E::Internal(m) => Status::internal(m.clone()),

@@ -9,7 +9,9 @@
 //! - [`error`]: the API error every request can end with; [`go_errors`]:
 //!   Go-compatible error messages; [`metrics`]: the Prometheus metrics
 //!   served at `/metrics`; [`webhook`]: clients of kubeconfig-named
-//!   webhooks (token authentication, authorization, the audit backend).
+//!   webhooks (token authentication, authorization, the audit backend);
+//!   [`clock`]: the wall clock of the lease controllers (a test server's
+//!   can be frozen and stepped).
 //! - [`request`]: the leaf of request-scoped state (request info, user,
 //!   peer address, audit ID, arrival time, deadline, limit exemption,
 //!   warnings, query) and the response writers.
@@ -55,6 +57,7 @@ pub mod app;
 pub mod audit;
 pub mod authn;
 pub mod authz;
+pub mod clock;
 pub mod controllers;
 pub mod endpoints;
 pub mod error;

@@ -181,6 +181,11 @@ pub enum Error {
     /// The backend cannot be reached or failed (503 ServiceUnavailable).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// The backend is overloaded: the client should come back later (429
+    /// TooManyRequests with `Retry-After: 1`). Used by test servers'
+    /// injected faults.
+    #[error("storage too busy: {0}")]
+    TooManyRequests(String),
     /// The operation took too long (504 Timeout).
     #[error("storage request timed out: {0}")]
     Timeout(String),

@@ -807,6 +807,7 @@ impl ServeOptions {
                     duration: Duration::from_secs(self.identity_lease_duration_seconds),
                     renew_interval: Duration::from_secs(self.identity_lease_renew_interval_seconds),
                 },
+                clock: crate::clock::Clock::system(),
                 controllers: crate::controllers::Options {
                     leader_elect: self.leader_elect,
                     leader_election: crate::controllers::leader_election::Options {

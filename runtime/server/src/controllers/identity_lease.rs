@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::clock::Clock;
 use crate::error::ApiResult;
 use crate::registry::Stores;
 use crate::registry::{LabelSelector, ListParams, Preconditions, Store};
@@ -61,12 +62,14 @@ fn hostname() -> String {
 }
 
 /// Starts renewing the lease `identity` and collecting expired identity
-/// leases while `leading`, until `shutdown` turns true. Does nothing
-/// without a Lease store.
+/// leases while `leading`, until `shutdown` turns true; times are read
+/// from `clock`, and a step of the clock renews and collects at once. Does
+/// nothing without a Lease store.
 pub fn start(
     stores: &Stores,
     identity: String,
     options: Options,
+    clock: Clock,
     leading: super::Leading,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -77,6 +80,7 @@ pub fn start(
         leases,
         identity,
         options,
+        clock,
     };
     tokio::spawn(controller.run(leading, shutdown));
 }
@@ -85,6 +89,8 @@ pub fn start(
 enum Step {
     Renew,
     Collect,
+    /// The clock was stepped: renew, then collect.
+    Stepped,
     Stop,
 }
 
@@ -93,6 +99,7 @@ struct IdentityLease {
     leases: Store,
     identity: String,
     options: Options,
+    clock: Clock,
 }
 
 impl IdentityLease {
@@ -105,6 +112,7 @@ impl IdentityLease {
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut collect = tokio::time::interval(self.options.duration);
         collect.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut steps = self.clock.steps();
         loop {
             let stopping = async {
                 let _ = shutdown.wait_for(|stop| *stop).await;
@@ -113,6 +121,7 @@ impl IdentityLease {
             let step = tokio::select! {
                 _ = renew.tick() => Step::Renew,
                 _ = collect.tick() => Step::Collect,
+                () = steps.next() => Step::Stepped,
                 // A new leader collects at once.
                 () = leading.wait_for(!was_leading) => {
                     if was_leading {
@@ -129,9 +138,13 @@ impl IdentityLease {
                     }
                 }
                 Step::Collect if !leading.is_leading() => {}
-                Step::Collect => {
-                    if let Err(e) = self.collect().await {
-                        tracing::warn!(error = %e, "identity lease: collecting expired leases failed");
+                Step::Collect => self.collect_logged().await,
+                Step::Stepped => {
+                    if let Err(e) = self.renew().await {
+                        tracing::warn!(lease = %self.identity, error = %e, "identity lease: renewing failed");
+                    }
+                    if leading.is_leading() {
+                        self.collect_logged().await;
                     }
                 }
                 Step::Stop => {
@@ -151,7 +164,7 @@ impl IdentityLease {
     /// Sets `renewTime` (and the holder and duration) of the lease, or
     /// creates it.
     async fn renew(&self) -> ApiResult<()> {
-        let now = micro_time(jiff::Timestamp::now());
+        let now = micro_time(self.clock.now());
         let duration = self.duration_seconds();
         let updated = self
             .leases
@@ -200,6 +213,12 @@ impl IdentityLease {
         }
     }
 
+    async fn collect_logged(&self) {
+        if let Err(e) = self.collect().await {
+            tracing::warn!(error = %e, "identity lease: collecting expired leases failed");
+        }
+    }
+
     /// Deletes the expired identity leases of other instances.
     async fn collect(&self) -> ApiResult<()> {
         let labels = LabelSelector::parse(&format!("{IDENTITY_LABEL}={IDENTITY_VALUE}"))
@@ -209,7 +228,7 @@ impl IdentityLease {
             ..Default::default()
         };
         let page = self.leases.list(Some(NAMESPACE), &params).await?;
-        let now = jiff::Timestamp::now();
+        let now = self.clock.now();
         for lease in &page.items {
             let meta = apiforge_core::scheme::object_meta(lease);
             if meta.name == self.identity || !expired(lease, now) {

@@ -12,8 +12,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
+use crate::clock::Clock;
 use crate::error::ApiResult;
 use crate::registry::Store;
 use apiforge_core::builtin::coordination_v1::micro_time;
@@ -91,8 +91,11 @@ pub struct LeaderElector {
     name: String,
     identity: String,
     options: Options,
+    /// The local clock: when the lease was last seen to change, and the
+    /// times written to it.
+    clock: Clock,
     /// The lease's `spec` when last seen, and when (local clock).
-    observed: Option<(Value, Instant)>,
+    observed: Option<(Value, std::time::Instant)>,
 }
 
 impl LeaderElector {
@@ -110,8 +113,16 @@ impl LeaderElector {
             name: name.to_string(),
             identity,
             options,
+            clock: Clock::system(),
             observed: None,
         }
+    }
+
+    /// Reads times from `clock` (the system clock by default); a step of
+    /// it makes the candidate try again at once.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// This candidate's identity.
@@ -134,6 +145,7 @@ impl LeaderElector {
         F: Fn(tokio::sync::watch::Receiver<bool>) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
+        let mut steps = self.clock.steps();
         loop {
             // Acquire.
             loop {
@@ -146,6 +158,7 @@ impl LeaderElector {
                 }
                 tokio::select! {
                     () = tokio::time::sleep(self.options.retry_period) => {}
+                    () = steps.next() => {}
                     _ = shutdown.wait_for(|stop| *stop) => return,
                 }
             }
@@ -153,18 +166,21 @@ impl LeaderElector {
             let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
             let leading = tokio::spawn(lead(stop_rx));
             // Renew.
-            let mut renewed = Instant::now();
+            let mut renewed = self.clock.instant();
             let stopping = loop {
                 tokio::select! {
                     () = tokio::time::sleep(self.options.retry_period) => {}
+                    () = steps.next() => {}
                     _ = shutdown.wait_for(|stop| *stop) => break true,
                 }
                 match self.try_acquire_or_renew().await {
-                    Ok(true) => renewed = Instant::now(),
+                    Ok(true) => renewed = self.clock.instant(),
                     Ok(false) => break false,
                     Err(e) => {
                         tracing::warn!(lease = %self.name, error = %e, "leader election: renewing failed");
-                        if renewed.elapsed() > self.options.renew_deadline {
+                        if self.clock.instant().saturating_duration_since(renewed)
+                            > self.options.renew_deadline
+                        {
                             break false;
                         }
                     }
@@ -186,8 +202,8 @@ impl LeaderElector {
     /// renews it when held, or takes it over when it expired. Returns
     /// whether this candidate holds it now.
     pub async fn try_acquire_or_renew(&mut self) -> ApiResult<bool> {
-        let now = Instant::now();
-        let stamp = micro_time(jiff::Timestamp::now());
+        let now = self.clock.instant();
+        let stamp = micro_time(self.clock.now());
         let duration = self.duration_seconds();
         let identity = self.identity.clone();
         let lease_duration = self.options.lease_duration;
@@ -216,7 +232,10 @@ impl LeaderElector {
                     .unwrap_or_default()
                     .to_string();
                 let seen_at = observed.as_ref().map_or(now, |(_, at)| *at);
-                if !holder.is_empty() && holder != identity && seen_at + lease_duration > now {
+                if !holder.is_empty()
+                    && holder != identity
+                    && now.saturating_duration_since(seen_at) <= lease_duration
+                {
                     return false;
                 }
                 if holder != identity {
@@ -270,7 +289,7 @@ impl LeaderElector {
     /// Gives the lease up (client-go's `ReleaseOnCancel`): no holder, a
     /// one-second duration, so that another candidate takes it at once.
     pub async fn release(&mut self) -> ApiResult<()> {
-        let stamp = micro_time(jiff::Timestamp::now());
+        let stamp = micro_time(self.clock.now());
         let identity = self.identity.clone();
         self.leases
             .update_internal(&self.namespace, &self.name, |lease| {
@@ -368,6 +387,69 @@ mod tests {
         assert_eq!(spec(&lease)["holderIdentity"], "a");
         assert_eq!(spec(&lease)["leaseTransitions"], 2);
         assert!(new_identity().contains('_'));
+    }
+
+    /// With a frozen clock the holder's lease does not expire while the
+    /// clock stands, however long that is; stepping it past the lease
+    /// duration lets the waiting candidate take over at once (the step
+    /// wakes it: its retry period alone would be a minute).
+    #[tokio::test]
+    async fn a_frozen_clock_holds_the_lease_until_stepped() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+        let kind = Arc::new(KindBuilder::<Lease>::new().version::<Lease>().build());
+        let leases = Store::new(kind, storage, "/registry", None);
+        let options = Options {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(60),
+        };
+        let clock = Clock::controllable();
+        clock.freeze();
+        let frozen_at = clock.now();
+        let candidate = |id: &str| {
+            LeaderElector::new(
+                leases.clone(),
+                "kube-system",
+                "clock-lock",
+                id.to_string(),
+                options.clone(),
+            )
+            .with_clock(clock.clone())
+        };
+        let mut a = candidate("a");
+        assert!(a.try_acquire_or_renew().await.unwrap(), "a holds it");
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let (led_tx, mut led_rx) = tokio::sync::mpsc::unbounded_channel();
+        let task = tokio::spawn(candidate("b").run(stop_rx, move |mut stop| {
+            let led_tx = led_tx.clone();
+            async move {
+                let _ = led_tx.send(());
+                let _ = stop.wait_for(|s| *s).await;
+            }
+        }));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(led_rx.try_recv().is_err(), "a's lease holds");
+        clock.step(Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(led_rx.try_recv().is_err(), "10 s of a 15 s lease");
+        clock.step(Duration::from_secs(6));
+        tokio::time::timeout(Duration::from_secs(5), led_rx.recv())
+            .await
+            .expect("b leads once the lease expired on the stepped clock")
+            .expect("led");
+        let lease = leases.get_live("kube-system", "clock-lock").await.unwrap();
+        assert_eq!(spec(&lease)["holderIdentity"], "b");
+        assert_eq!(spec(&lease)["leaseTransitions"], 1);
+        let renewed: jiff::Timestamp = spec(&lease)["renewTime"].as_str().unwrap().parse().unwrap();
+        assert_eq!(
+            renewed.as_second(),
+            frozen_at.as_second() + 16,
+            "times written come from the clock"
+        );
+        stop_tx.send(true).unwrap();
+        task.await.unwrap();
     }
 
     #[tokio::test]

@@ -68,12 +68,14 @@ impl Default for Options {
 
 /// Starts the singleton controllers on the current tokio runtime: under
 /// leader election on the Lease [`LEASE_NAMESPACE`]/[`LEASE_NAME`] (when
-/// `options.leader_elect` and the server serves Leases), else at once.
+/// `options.leader_elect` and the server serves Leases; lease times read
+/// from `clock`), else at once.
 /// `leading` follows whether this replica runs them. They stop when
 /// `shutdown` turns true (the lease is then released).
 pub fn start(
     stores: &Stores,
     options: &Options,
+    clock: crate::clock::Clock,
     leading: tokio::sync::watch::Sender<bool>,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -90,7 +92,8 @@ pub fn start(
         LEASE_NAME,
         leader_election::new_identity(),
         options.leader_election.clone(),
-    );
+    )
+    .with_clock(clock);
     let leading = Arc::new(leading);
     tokio::spawn(elector.run(shutdown, move |mut stop| {
         let stores = stores.clone();

@@ -97,6 +97,9 @@ pub struct Config {
     pub authorization: crate::authz::Options,
     /// Identity lease timing.
     pub identity_lease: crate::controllers::identity_lease::Options,
+    /// The wall clock of the lease controllers (identity lease, leader
+    /// election): the system's, or a test's that it freezes and steps.
+    pub clock: crate::clock::Clock,
     /// Leader election of the singleton controllers (`--leader-elect*`).
     pub controllers: crate::controllers::Options,
     /// Auditing (`--audit-policy-file`, `--audit-log-*`,
@@ -249,6 +252,8 @@ pub async fn run(
     // Whether this replica runs the singleton controllers (see
     // `controllers::start`).
     let (leading_tx, leading) = crate::controllers::Leading::channel();
+    let lease_clock = config.clock.clone();
+    let controllers_clock = config.clock.clone();
     let lease_leading = leading.clone();
     let crd_leading = leading;
     let apf_stop_rx = controllers_stop_rx.clone();
@@ -297,6 +302,7 @@ pub async fn run(
                     ctx.server.stores(),
                     crate::controllers::identity_lease::new_identity(),
                     lease_options,
+                    lease_clock,
                     lease_leading,
                     lease_stop_rx,
                 );
@@ -351,6 +357,7 @@ pub async fn run(
                 crate::controllers::start(
                     ctx.server.stores(),
                     &controller_options,
+                    controllers_clock,
                     leading_tx,
                     controllers_stop_rx,
                 );
