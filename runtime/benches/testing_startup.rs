@@ -1,6 +1,7 @@
 //! Start-up time of the in-process test server (`apiforge_runtime::testing`):
 //! from `TestServer::start` until `/readyz` answers, for the runtime's
-//! built-in scheme. `cargo bench -p apiforge-runtime --features testing
+//! built-in scheme: the first start of the process (which also generates
+//! the scheme's documents) and the later ones. `cargo bench -p apiforge-runtime --features testing
 //! --bench testing_startup` (ROUNDS=<n> for more rounds).
 
 use std::time::Duration;
@@ -28,11 +29,19 @@ fn main() {
         }
         times
     });
-    times.sort();
-    let median = times[times.len() / 2];
-    let max = times[times.len() - 1];
+    // The first start of a process also generates the scheme's OpenAPI
+    // and discovery documents (cached for the later ones).
+    let first = times[0];
+    let mut later = times.split_off(1);
+    later.sort();
+    if later.is_empty() {
+        println!("testing::TestServer::start (1 round): first {first:?}");
+        return;
+    }
+    let median = later[later.len() / 2];
+    let max = later[later.len() - 1];
     println!(
-        "testing::TestServer::start ({rounds} rounds): min {:?}, median {median:?}, max {max:?}",
-        times[0]
+        "testing::TestServer::start ({rounds} rounds): first {first:?}; later: min {:?}, median {median:?}, max {max:?}",
+        later[0]
     );
 }
