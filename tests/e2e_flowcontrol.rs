@@ -1,7 +1,8 @@
 //! API Priority and Fairness against the real binary: the default
 //! FlowSchemas and PriorityLevelConfigurations, the `X-Kubernetes-PF-*`
 //! response headers, and 429s from a tiny priority level while exempt
-//! requests and `/readyz` keep answering.
+//! requests and `/readyz` keep answering; fairness between a flooding user
+//! and a normal one of the same level.
 
 mod common;
 
@@ -311,4 +312,239 @@ async fn priority_and_fairness() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A kube client for a token user that does not retry 429s itself.
+async fn token_client(kubeconfig: &std::path::Path, token: &str) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("config");
+    config.auth_info = kube::config::AuthInfo {
+        token: Some(token.to_string().into()),
+        ..Default::default()
+    };
+    config.default_retry = false;
+    kube::Client::try_from(config).expect("client")
+}
+
+/// One GET; its status code (0: transport failure) and latency.
+async fn timed_get(client: &kube::Client, path: &str) -> (u16, Duration) {
+    let started = Instant::now();
+    let req = http::Request::get(path).body(Vec::new()).expect("request");
+    let code = match client.request_text(req).await {
+        Ok(_) => 200,
+        Err(kube::Error::Api(s)) => s.code,
+        Err(_) => 0,
+    };
+    (code, started.elapsed())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64) * p).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Fairness under a flood: one user floods a small priority level with 32
+/// concurrent request loops while another user of the same FlowSchema
+/// (flows distinguished by user) makes one request at a time. Shuffle
+/// sharding puts the two flows in different queues and fair queuing
+/// dispatches the normal user's queue in turn: the normal user is never
+/// rejected, the flooder gets 429 with `Retry-After` once its queues are
+/// full. Latencies are printed (no timing is asserted; the figures are in
+/// docs/behaviour/security.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_user_does_not_starve_another() {
+    const CLUSTERROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    const FLOOD: Duration = Duration::from_secs(4);
+    let tmp = tempfile::tempdir().expect("tmp");
+    let tokens = token_file(
+        tmp.path(),
+        &[
+            "flooder-token,flooder,2001,dev",
+            "normal-token,normal,2002,dev",
+        ],
+    );
+    let server = common::Server::start_in(
+        &tmp.path().join("data"),
+        common::free_port(),
+        &[
+            "--token-auth-file",
+            tokens.to_str().expect("path"),
+            // 15 seats in all (the admin is exempt).
+            "--max-requests-inflight=10",
+            "--max-mutating-requests-inflight=5",
+        ],
+    )
+    .await;
+    let client = server.client().await;
+    let crbs: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+            "clusterrolebindings",
+        ),
+    );
+    let crb: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "dev-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "dev"}]
+    }))
+    .expect("crb");
+    crbs.create(&PostParams::default(), &crb)
+        .await
+        .expect("create binding");
+    // A small level (1 of ~246 shares of 15 seats: 1 seat, none
+    // borrowed) with 16 queues of 2, hands of 2: the flooder has at most
+    // 5 requests in the level, its 32 loops keep more coming.
+    let levels: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &resource("PriorityLevelConfiguration", "prioritylevelconfigurations"),
+    );
+    let level: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+        "metadata": {"name": "shared"},
+        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1,
+            "lendablePercent": 0, "borrowingLimitPercent": 0,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 16, "handSize": 2, "queueLengthLimit": 2}}}}
+    }))
+    .expect("plc");
+    levels
+        .create(&PostParams::default(), &level)
+        .await
+        .expect("create plc");
+    let schemas: Api<DynamicObject> =
+        Api::all_with(client.clone(), &resource("FlowSchema", "flowschemas"));
+    let schema: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+        "metadata": {"name": "shared"},
+        "spec": {"priorityLevelConfiguration": {"name": "shared"}, "matchingPrecedence": 100,
+            "distinguisherMethod": {"type": "ByUser"},
+            "rules": [{"subjects": [{"kind": "Group", "group": {"name": "dev"}}],
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                    "clusterScope": true, "namespaces": ["*"]}]}]}
+    }))
+    .expect("fs");
+    let schema = schemas
+        .create(&PostParams::default(), &schema)
+        .await
+        .expect("create fs");
+    let schema_uid = schema.metadata.uid.clone().unwrap_or_default();
+    let started = Instant::now();
+    loop {
+        let resp = as_user(&server, "normal-token", "GET", CLUSTERROLES).await;
+        if resp.header(FS_HEADER) == Some(schema_uid.as_str()) {
+            assert_eq!(resp.status, 200);
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "FlowSchema not applied"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The normal user runs on a thread and runtime of its own, so that
+    // its latencies are the server's and not this runtime's, busy with
+    // the flood loops. First alone, then during the flood.
+    let kubeconfig = server.kubeconfig();
+    let (start_tx, start_rx) = std::sync::mpsc::channel::<Instant>();
+    let (alone_tx, alone_rx) = std::sync::mpsc::channel::<Vec<Duration>>();
+    let normal_user = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let normal = token_client(&kubeconfig, "normal-token").await;
+            let mut alone = Vec::new();
+            for _ in 0..50 {
+                let (code, took) = timed_get(&normal, CLUSTERROLES).await;
+                assert_eq!(code, 200);
+                alone.push(took);
+            }
+            alone_tx.send(alone).expect("send");
+            let until = start_rx.recv().expect("flood start");
+            let (mut codes, mut during) = (Vec::new(), Vec::new());
+            while Instant::now() < until {
+                let (code, took) = timed_get(&normal, CLUSTERROLES).await;
+                codes.push(code);
+                during.push(took);
+            }
+            (codes, during)
+        })
+    });
+    let mut alone = alone_rx.recv().expect("alone");
+    alone.sort();
+
+    // The flood.
+    let flooder = token_client(&server.kubeconfig(), "flooder-token").await;
+    let until = Instant::now() + FLOOD;
+    let loops: Vec<_> = (0..32)
+        .map(|_| {
+            let flooder = flooder.clone();
+            tokio::spawn(async move {
+                let mut codes = Vec::new();
+                while Instant::now() < until {
+                    let (code, _) = timed_get(&flooder, CLUSTERROLES).await;
+                    codes.push(code);
+                    if code == 429 {
+                        // As a client honouring Retry-After would not:
+                        // a flooder comes straight back.
+                        tokio::task::yield_now().await;
+                    }
+                }
+                codes
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A rejection carries Retry-After (seen raw; kube-rs hides headers).
+    let mut retry_after = None;
+    while Instant::now() < until && retry_after.is_none() {
+        let resp = as_user(&server, "flooder-token", "GET", CLUSTERROLES).await;
+        if resp.status == 429 {
+            retry_after = Some(resp.header("retry-after").map(str::to_string));
+        }
+    }
+    start_tx.send(until).expect("start");
+    let (normal_codes, mut during) =
+        tokio::task::spawn_blocking(move || normal_user.join().expect("normal user"))
+            .await
+            .expect("join");
+    let mut flood_codes = Vec::new();
+    for l in loops {
+        flood_codes.extend(l.await.expect("flood loop"));
+    }
+    during.sort();
+    let served = flood_codes.iter().filter(|c| **c == 200).count();
+    let rejected = flood_codes.iter().filter(|c| **c == 429).count();
+    eprintln!(
+        "APF flood: normal user alone p50 {:?} p99 {:?}; during the flood {} requests p50 {:?} p99 {:?} max {:?}; flooder {} served, {} rejected (429), {} other",
+        percentile(&alone, 0.5),
+        percentile(&alone, 0.99),
+        during.len(),
+        percentile(&during, 0.5),
+        percentile(&during, 0.99),
+        during.last().copied().unwrap_or_default(),
+        served,
+        rejected,
+        flood_codes.len() - served - rejected,
+    );
+    assert!(
+        normal_codes.iter().all(|c| *c == 200),
+        "the normal user was refused: {normal_codes:?}"
+    );
+    assert!(!normal_codes.is_empty(), "the normal user was served");
+    assert!(served > 0, "the flooder is served too");
+    assert!(rejected > 0, "the flooder's excess is rejected");
+    assert_eq!(
+        retry_after,
+        Some(Some("1".to_string())),
+        "a rejection says when to come back"
+    );
 }
