@@ -79,6 +79,8 @@ pub(crate) struct Settings {
     pub(crate) big_objects: usize,
     /// Watchers in the watch scenario.
     pub(crate) watchers: usize,
+    /// Watches in the idle-watches scenario.
+    pub(crate) idle_watchers: usize,
     /// Writes per second during the watch scenario.
     pub(crate) watch_write_rate: u32,
     /// How long the watch writer runs.
@@ -123,6 +125,7 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         list_objects: if cli.quick { 2_000 } else { 10_000 },
         big_objects: if cli.quick { 10_000 } else { 100_000 },
         watchers: 1_000,
+        idle_watchers: if cli.quick { 1_000 } else { 10_000 },
         watch_write_rate: 200,
         watch_duration: Duration::from_secs(if cli.quick { 4 } else { 30 }),
         binary: cli.apiforge.clone(),

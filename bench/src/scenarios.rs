@@ -36,6 +36,9 @@ pub(crate) enum Name {
     Update,
     /// WATCH fan-out to 1,000 watchers at 200 writes/s.
     Watch,
+    /// 10,000 idle watches (one connection each): server memory per
+    /// watch, idle CPU, and one event to all of them.
+    IdleWatches,
     /// Start-up to /readyz, empty and with many objects.
     Startup,
     /// RSS with many 1 KiB objects cached.
@@ -70,6 +73,7 @@ impl Name {
             Name::Update,
             Name::Apply,
             Name::Watch,
+            Name::IdleWatches,
             Name::Startup,
             Name::Memory,
             Name::Gc,
@@ -86,6 +90,7 @@ impl Name {
             Name::Create => "create",
             Name::Update => "update",
             Name::Watch => "watch",
+            Name::IdleWatches => "idle-watches",
             Name::Startup => "startup",
             Name::Memory => "memory",
             Name::ConsistentList => "consistent-list",
@@ -134,6 +139,9 @@ pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figu
     }
     if has(Name::Watch) {
         record(Name::Watch.label(), watch(settings).await);
+    }
+    if has(Name::IdleWatches) {
+        record(Name::IdleWatches.label(), idle_watches(settings).await);
     }
     if has(Name::Startup) || has(Name::Memory) {
         record(
@@ -1464,6 +1472,132 @@ async fn terminated_watchers(conn: &mut Conn) -> anyhow::Result<u64> {
         Some(v) => Ok(v.trim().parse::<f64>().context("counter value")? as u64),
         None => Ok(0),
     }
+}
+
+/// Many idle watches, one connection each (kube-rs, client-go and
+/// kubectl over HTTP/1.1; the worst case, as HTTP/2 clients share a
+/// connection): the server's RSS growth per watch once they are open,
+/// its CPU while they idle, and one write delivered to every one of them.
+async fn idle_watches(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+    const S: &str = "idle-watches";
+    const IDLE: Duration = Duration::from_secs(5);
+    let n = settings.idle_watchers;
+    progress!("{S}: {n} watches, idle for {IDLE:?}, then one event");
+    let f = fresh(settings, &Backend::Embedded).await?;
+    let target = &f.server.target;
+    let path = collection("kube-public");
+    let mut conn = Conn::connect(target).await?;
+    let list = conn.get(&format!("{path}?limit=1")).await?.ok()?;
+    let rv = find_str(&list, "resourceVersion")
+        .context("list has no resourceVersion")?
+        .to_string();
+    let watch_path = format!("{path}?watch=true&resourceVersion={rv}&timeoutSeconds=3600");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_before = f.server.rss()?;
+    let started = Instant::now();
+    let open = Arc::new(Semaphore::new(64));
+    let mut opened = Vec::with_capacity(n);
+    for _ in 0..n {
+        let target = target.clone();
+        let open = open.clone();
+        let watch_path = watch_path.clone();
+        opened.push(tokio::spawn(async move {
+            let permit = open.acquire_owned().await?;
+            let mut conn = Conn::connect(&target).await?;
+            let resp = conn.send_streaming(Method::GET, &watch_path, None).await?;
+            drop(permit);
+            if resp.status() != StatusCode::OK {
+                bail!("watch answered {}", resp.status());
+            }
+            anyhow::Ok((conn, resp))
+        }));
+    }
+    let mut streams = Vec::with_capacity(n);
+    for t in opened {
+        streams.push(t.await??);
+    }
+    let open_secs = started.elapsed().as_secs_f64();
+    let (total_tx, total_rx) = tokio::sync::watch::channel(None::<u64>);
+    let readers: Vec<_> = streams
+        .into_iter()
+        .map(|(conn, resp)| {
+            let total_rx = total_rx.clone();
+            tokio::spawn(async move {
+                let _conn = conn;
+                read_watch(resp, total_rx).await
+            })
+        })
+        .collect();
+    let pid = f.server.pid()?.to_string();
+    let cpu_0 = crate::procs::cpu_seconds(&pid)?;
+    tokio::time::sleep(IDLE).await;
+    let idle_cpu = (crate::procs::cpu_seconds(&pid)? - cpu_0) / IDLE.as_secs_f64();
+    let rss_open = f.server.rss()?;
+    progress!(
+        "  {n} watches opened in {open_secs:.1} s; server RSS {:.0} → {:.0} MiB; CPU cores busy while idle {idle_cpu:.3}",
+        rss_before as f64 / MIB,
+        rss_open as f64 / MIB
+    );
+    let body = flunder("idle-1", 0, &[("bench/sent", now_nanos().to_string())]);
+    conn.send(Method::POST, &path, Some(body)).await?.ok()?;
+    let _ = total_tx.send(Some(1));
+    let mut delivered = 0usize;
+    let mut first_error = None;
+    let mut hist = load::histogram();
+    for r in readers {
+        let rep = r.await?;
+        if rep.events == 1 {
+            delivered += 1;
+        }
+        if let Some(e) = rep.error {
+            first_error.get_or_insert(e);
+        }
+        let _ = hist.add(&rep.hist);
+    }
+    if let Some(e) = first_error {
+        progress!("  first watcher error: {e}");
+    }
+    let growth_mib = rss_open.saturating_sub(rss_before) as f64 / MIB;
+    Ok(vec![
+        Figure::new(S, "watches open", n as f64, Goal::Info),
+        Figure::new(
+            S,
+            "watches opened per second",
+            n as f64 / open_secs,
+            Goal::Info,
+        ),
+        Figure::new(S, "server RSS growth MiB", growth_mib, Goal::Info),
+        Figure::new(
+            S,
+            "server RSS growth per watch KiB",
+            growth_mib * 1024.0 / n as f64,
+            Goal::AtMost(16.0),
+        ),
+        Figure::new(
+            S,
+            "server CPU cores busy while idle",
+            idle_cpu,
+            Goal::AtMost(0.05),
+        ),
+        Figure::new(
+            S,
+            "watches that got the next event",
+            delivered as f64,
+            Goal::Equals(n as f64),
+        ),
+        Figure::new(
+            S,
+            "event to every watch: latency p99 ms",
+            hist.value_at_quantile(0.99) as f64 / 1000.0,
+            Goal::Info,
+        ),
+        Figure::new(
+            S,
+            "event to every watch: latency max ms",
+            hist.max() as f64 / 1000.0,
+            Goal::Info,
+        ),
+    ])
 }
 
 /// Fewer events than this cannot overflow what a stalled watcher's events
