@@ -25,8 +25,11 @@ const FORCE_LIVE_LOOKUP_TTL: Duration = Duration::from_secs(30);
 /// The `NamespaceLifecycle` admission plugin (mutating, as in kube).
 ///
 /// Namespaces are read from the watch cache; from storage when the cache
-/// does not have the namespace (it may be new) or the namespace was
-/// deleted in the last 30 s (the cache may not show it terminating yet).
+/// does not have the namespace (it may be new), when the namespace was
+/// deleted through this server in the last 30 s (the cache may not show it
+/// terminating yet), and before refusing a creation because the cache
+/// shows it terminating (it may have been re-created meanwhile through
+/// another replica).
 #[derive(Clone, Default)]
 pub struct NamespaceLifecycle {
     recently_deleted: Arc<Mutex<HashMap<String, Instant>>>,
@@ -209,14 +212,23 @@ impl Plugin for NamespaceLifecycle {
         } else {
             lookup.get("", "v1", "namespaces", "", ns, false).await?
         };
-        let found = match cached {
-            Some(found) => found,
+        let (found, fresh) = match cached {
+            Some(found) => (found, false),
             None => match lookup.get("", "v1", "namespaces", "", ns, true).await? {
-                Some(found) => found,
+                Some(found) => (found, true),
                 None => return Err(namespace_not_found(ns)),
             },
         };
         if !is_terminating(&found) {
+            return Ok(());
+        }
+        // Before refusing, make sure the namespace is still the terminating
+        // one: the cache can be behind a namespace deleted through another
+        // replica (which alone remembers the delete) and already re-created.
+        if !fresh
+            && let Some(current) = lookup.get("", "v1", "namespaces", "", ns, true).await?
+            && !is_terminating(&current)
+        {
             return Ok(());
         }
         Err(terminating(attrs))
@@ -237,4 +249,89 @@ fn terminating(attrs: &Attributes) -> Error {
         message: format!("namespace {ns} is being terminated"),
         field: "metadata.namespace".into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::Lookup;
+    use crate::error::ApiResult;
+
+    /// A cache that still has the old, terminating namespace `again`, and
+    /// storage, whose `again` is `live_phase`.
+    struct StaleCache {
+        live_phase: &'static str,
+    }
+
+    #[async_trait]
+    impl Lookup for StaleCache {
+        fn serves(&self, _: &str, _: &str, resource: &str) -> bool {
+            resource == "namespaces"
+        }
+
+        async fn get(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: &str,
+            name: &str,
+            fresh: bool,
+        ) -> ApiResult<Option<Value>> {
+            let phase = if fresh {
+                self.live_phase
+            } else {
+                "Terminating"
+            };
+            Ok(Some(serde_json::json!({
+                "metadata": {"name": name},
+                "status": {"phase": phase},
+            })))
+        }
+
+        async fn list(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Option<&str>,
+        ) -> ApiResult<Option<Vec<Value>>> {
+            Ok(None)
+        }
+    }
+
+    fn create_configmap() -> Attributes {
+        Attributes {
+            operation: Some(Operation::Create),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            resource: "configmaps".into(),
+            namespace: "again".into(),
+            name: "same".into(),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stale_terminating_namespace_is_checked_in_storage_before_refusing() {
+        let plugin = NamespaceLifecycle::new();
+        let recreated = Context::new(Arc::new(StaleCache {
+            live_phase: "Active",
+        }));
+        plugin
+            .admit(&mut create_configmap(), &recreated)
+            .await
+            .expect("re-created namespace: admitted");
+        let still = Context::new(Arc::new(StaleCache {
+            live_phase: "Terminating",
+        }));
+        let err = plugin
+            .admit(&mut create_configmap(), &still)
+            .await
+            .expect_err("terminating: refused");
+        assert!(
+            format!("{err:?}").contains("because it is being terminated"),
+            "{err:?}"
+        );
+    }
 }
