@@ -425,7 +425,7 @@ async fn failure_policy_timeouts_and_dry_run() {
     let client = server.client().await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     // Nothing listens on `down`; `silent` accepts and never answers.
-    let down = common::free_port();
+    let (_down_socket, down) = common::refused_port();
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

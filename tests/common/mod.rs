@@ -60,6 +60,20 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// A loopback port that refuses connections for as long as the returned
+/// socket lives: bound but not listening, so no other test can take the
+/// port meanwhile (a port from [`free_port`] that is meant to stay closed
+/// can be reused by a parallel test's listener, whose silence then looks
+/// like a timeout).
+pub fn refused_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .expect("bind");
+    let port = socket.local_addr().expect("local address").port();
+    (socket, port)
+}
+
 impl Server {
     /// Starts a server on a fresh temporary data directory.
     pub async fn start() -> Server {
