@@ -47,6 +47,50 @@ async fn uids(api: &Api<DynamicObject>) -> std::collections::BTreeMap<String, St
         .collect()
 }
 
+/// Lets group "dev" do everything (RBAC; anonymous /readyz stays allowed).
+async fn bind_dev_as_admin(client: &kube::Client) {
+    let crb: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "dev-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "dev"}]
+    }))
+    .expect("crb");
+    let crbs: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+            "clusterrolebindings",
+        ),
+    );
+    crbs.create(&PostParams::default(), &crb)
+        .await
+        .expect("create binding");
+}
+
+/// GETs `path` as the user of `token` until the FlowSchema `fs_uid`
+/// classifies the request (a new FlowSchema applies shortly after it is
+/// written); that response.
+async fn classified_by(
+    server: &common::Server,
+    token: &str,
+    path: &str,
+    fs_uid: &str,
+) -> RawResponse {
+    let started = Instant::now();
+    loop {
+        let resp = as_user(server, token, "GET", path).await;
+        if resp.header(FS_HEADER) == Some(fs_uid) {
+            return resp;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "FlowSchema {fs_uid} not applied"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test]
 async fn priority_and_fairness() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -67,24 +111,7 @@ async fn priority_and_fairness() {
     )
     .await;
     let client = server.client().await;
-    // Group "dev" may do everything (RBAC; anonymous /readyz stays allowed).
-    let crb: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": "dev-admin"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "dev"}]
-    }))
-    .expect("crb");
-    let crbs: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
-            "clusterrolebindings",
-        ),
-    );
-    crbs.create(&PostParams::default(), &crb)
-        .await
-        .expect("create binding");
+    bind_dev_as_admin(&client).await;
     let schemas: Api<DynamicObject> =
         Api::all_with(client.clone(), &resource("FlowSchema", "flowschemas"));
     let levels: Api<DynamicObject> = Api::all_with(
@@ -193,20 +220,9 @@ async fn priority_and_fairness() {
     let tiny_pl_uid = tiny_pl.metadata.uid.clone().unwrap_or_default();
 
     // The configuration is picked up.
-    let started = Instant::now();
-    loop {
-        let resp = as_user(&server, "slow-token", "GET", CONFIGMAPS).await;
-        if resp.header(FS_HEADER) == Some(tiny_fs_uid.as_str()) {
-            assert_eq!(resp.header(PL_HEADER), Some(tiny_pl_uid.as_str()));
-            assert_eq!(resp.status, 200);
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "tiny FlowSchema not applied"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let resp = classified_by(&server, "slow-token", CONFIGMAPS, &tiny_fs_uid).await;
+    assert_eq!(resp.header(PL_HEADER), Some(tiny_pl_uid.as_str()));
+    assert_eq!(resp.status, 200);
 
     // A validation error is a precise Status.
     let bad: DynamicObject = serde_json::from_value(serde_json::json!({
@@ -381,23 +397,7 @@ async fn a_flooding_user_does_not_starve_another() {
     )
     .await;
     let client = server.client().await;
-    let crbs: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
-            "clusterrolebindings",
-        ),
-    );
-    let crb: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": "dev-admin"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "dev"}]
-    }))
-    .expect("crb");
-    crbs.create(&PostParams::default(), &crb)
-        .await
-        .expect("create binding");
+    bind_dev_as_admin(&client).await;
     // A small level (1 of ~246 shares of 15 seats: 1 seat, none
     // borrowed) with 16 queues of 2, hands of 2: the flooder has at most
     // 5 requests in the level, its 32 loops keep more coming.
@@ -434,19 +434,8 @@ async fn a_flooding_user_does_not_starve_another() {
         .await
         .expect("create fs");
     let schema_uid = schema.metadata.uid.clone().unwrap_or_default();
-    let started = Instant::now();
-    loop {
-        let resp = as_user(&server, "normal-token", "GET", CLUSTERROLES).await;
-        if resp.header(FS_HEADER) == Some(schema_uid.as_str()) {
-            assert_eq!(resp.status, 200);
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "FlowSchema not applied"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let resp = classified_by(&server, "normal-token", CLUSTERROLES, &schema_uid).await;
+    assert_eq!(resp.status, 200);
 
     // The normal user runs on a thread and runtime of its own, so that
     // its latencies are the server's and not this runtime's, busy with

@@ -1290,27 +1290,7 @@ async fn watch_once(settings: &Settings) -> anyhow::Result<WatchRun> {
     let terminated_before = terminated_watchers(&mut conn).await?;
 
     let (total_tx, total_rx) = tokio::sync::watch::channel(None::<u64>);
-    let open = Arc::new(Semaphore::new(32));
-    let mut opened = Vec::new();
-    for _ in 0..settings.watchers {
-        let target = target.clone();
-        let open = open.clone();
-        let watch_path = watch_path.clone();
-        opened.push(tokio::spawn(async move {
-            let permit = open.acquire_owned().await?;
-            let mut conn = Conn::connect(&target).await?;
-            let resp = conn.send_streaming(Method::GET, &watch_path, None).await?;
-            drop(permit);
-            if resp.status() != StatusCode::OK {
-                bail!("watch answered {}", resp.status());
-            }
-            anyhow::Ok((conn, resp))
-        }));
-    }
-    let mut streams = Vec::new();
-    for t in opened {
-        streams.push(t.await??);
-    }
+    let streams = open_watches(target, &watch_path, settings.watchers, 32).await?;
     // The stalled watcher: a tiny receive buffer, never read until the end.
     let mut stalled_conn = Conn::connect_with(target, Some(4096)).await?;
     let stalled = stalled_conn
@@ -1474,6 +1454,38 @@ async fn terminated_watchers(conn: &mut Conn) -> anyhow::Result<u64> {
     }
 }
 
+/// Opens `n` watches of `watch_path`, each on its own connection, at most
+/// `concurrency` being set up at a time; each with its connection.
+async fn open_watches(
+    target: &Target,
+    watch_path: &str,
+    n: usize,
+    concurrency: usize,
+) -> anyhow::Result<Vec<(Conn, http::Response<hyper::body::Incoming>)>> {
+    let open = Arc::new(Semaphore::new(concurrency));
+    let mut opened = Vec::with_capacity(n);
+    for _ in 0..n {
+        let target = target.clone();
+        let open = open.clone();
+        let watch_path = watch_path.to_string();
+        opened.push(tokio::spawn(async move {
+            let permit = open.acquire_owned().await?;
+            let mut conn = Conn::connect(&target).await?;
+            let resp = conn.send_streaming(Method::GET, &watch_path, None).await?;
+            drop(permit);
+            if resp.status() != StatusCode::OK {
+                bail!("watch answered {}", resp.status());
+            }
+            anyhow::Ok((conn, resp))
+        }));
+    }
+    let mut streams = Vec::with_capacity(n);
+    for t in opened {
+        streams.push(t.await??);
+    }
+    Ok(streams)
+}
+
 /// Many idle watches, one connection each (kube-rs, client-go and
 /// kubectl over HTTP/1.1; the worst case, as HTTP/2 clients share a
 /// connection): the server's RSS growth per watch once they are open,
@@ -1495,27 +1507,7 @@ async fn idle_watches(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_before = f.server.rss()?;
     let started = Instant::now();
-    let open = Arc::new(Semaphore::new(64));
-    let mut opened = Vec::with_capacity(n);
-    for _ in 0..n {
-        let target = target.clone();
-        let open = open.clone();
-        let watch_path = watch_path.clone();
-        opened.push(tokio::spawn(async move {
-            let permit = open.acquire_owned().await?;
-            let mut conn = Conn::connect(&target).await?;
-            let resp = conn.send_streaming(Method::GET, &watch_path, None).await?;
-            drop(permit);
-            if resp.status() != StatusCode::OK {
-                bail!("watch answered {}", resp.status());
-            }
-            anyhow::Ok((conn, resp))
-        }));
-    }
-    let mut streams = Vec::with_capacity(n);
-    for t in opened {
-        streams.push(t.await??);
-    }
+    let streams = open_watches(target, &watch_path, n, 64).await?;
     let open_secs = started.elapsed().as_secs_f64();
     let (total_tx, total_rx) = tokio::sync::watch::channel(None::<u64>);
     let readers: Vec<_> = streams

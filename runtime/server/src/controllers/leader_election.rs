@@ -325,13 +325,19 @@ mod tests {
         &v["spec"]
     }
 
-    #[tokio::test]
-    async fn one_holder_takeover_after_expiry_and_release() {
+    /// A Lease store on a fresh embedded store (kept while the directory
+    /// lives).
+    fn lease_store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let storage: Arc<dyn Storage> =
             Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
         let kind = Arc::new(KindBuilder::<Lease>::new().version::<Lease>().build());
-        let leases = Store::new(kind, storage, "/registry", None);
+        (dir, Store::new(kind, storage, "/registry", None))
+    }
+
+    #[tokio::test]
+    async fn one_holder_takeover_after_expiry_and_release() {
+        let (_dir, leases) = lease_store();
         let options = Options {
             lease_duration: Duration::from_millis(400),
             renew_deadline: Duration::from_millis(300),
@@ -395,11 +401,7 @@ mod tests {
     /// wakes it: its retry period alone would be a minute).
     #[tokio::test]
     async fn a_frozen_clock_holds_the_lease_until_stepped() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
-        let kind = Arc::new(KindBuilder::<Lease>::new().version::<Lease>().build());
-        let leases = Store::new(kind, storage, "/registry", None);
+        let (_dir, leases) = lease_store();
         let options = Options {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
@@ -454,11 +456,7 @@ mod tests {
 
     #[tokio::test]
     async fn run_leads_while_holding_and_releases_on_shutdown() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
-        let kind = Arc::new(KindBuilder::<Lease>::new().version::<Lease>().build());
-        let leases = Store::new(kind, storage, "/registry", None);
+        let (_dir, leases) = lease_store();
         let options = Options {
             lease_duration: Duration::from_secs(2),
             renew_deadline: Duration::from_secs(1),
