@@ -52,12 +52,39 @@ pub fn host_address() -> String {
         .to_string()
 }
 
-/// A free loopback port (bind to 0, read, release).
+/// The first port [`free_port`] hands out (below Linux's ephemeral range,
+/// 32768–60999, from which outgoing connections take their source ports).
+const FIRST_TEST_PORT: u16 = 20_000;
+/// How many ports [`free_port`] cycles through.
+const TEST_PORTS: u16 = 12_000;
+
+/// A free loopback port for a child process to listen on.
+///
+/// Ports come from below the ephemeral range, each handed out once per
+/// process (a counter starting at an offset taken from the process id) and
+/// checked free by binding it: a port bound to 0 and released is ephemeral,
+/// so any outgoing connection of a parallel test could take it before the
+/// child binds it (CI saw etcd fail so with "address already in use").
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(u16::MAX);
+    let _ = NEXT.compare_exchange(
+        u16::MAX,
+        (std::process::id() % u32::from(TEST_PORTS)) as u16,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    for _ in 0..TEST_PORTS {
+        let offset = NEXT.fetch_add(1, Ordering::Relaxed) % TEST_PORTS;
+        let port = FIRST_TEST_PORT + offset;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!(
+        "no free loopback port in {FIRST_TEST_PORT}..{}",
+        FIRST_TEST_PORT + TEST_PORTS
+    )
 }
 
 /// A loopback port that refuses connections for as long as the returned
