@@ -409,6 +409,41 @@ async fn starts_fast_and_cleans_up() {
     server.stop().await.expect("stop");
 }
 
+/// Discovery and the OpenAPI documents (built after start-up, in the
+/// background, or by the first request for them) describe the scheme's
+/// group as soon as the server is ready.
+#[tokio::test]
+async fn serves_the_schemes_documents_at_once() {
+    let server = TestServer::start(scheme()).await.expect("start");
+    let client = server.client();
+    let get = |path: &str| {
+        let client = client.clone();
+        let req = http::Request::get(path).body(Vec::new()).expect("request");
+        async move {
+            let text = client.request_text(req).await.expect("GET");
+            serde_json::from_str::<serde_json::Value>(&text).expect("JSON")
+        }
+    };
+    let (list, index, v3, v2) = tokio::join!(
+        get("/apis/bookstore.example.com/v1"),
+        get("/openapi/v3"),
+        get("/openapi/v3/apis/bookstore.example.com/v1"),
+        get("/openapi/v2"),
+    );
+    assert_eq!(list["resources"][0]["name"], "books");
+    let url = index["paths"]["apis/bookstore.example.com/v1"]["serverRelativeURL"]
+        .as_str()
+        .expect("the group version in the index");
+    assert!(url.starts_with("/openapi/v3/apis/bookstore.example.com/v1?hash="));
+    let schemas = &v3["components"]["schemas"];
+    assert_eq!(
+        schemas["com.example.bookstore.v1.Book"]["x-kubernetes-group-version-kind"][0]["kind"],
+        "Book"
+    );
+    assert!(v2["definitions"]["com.example.bookstore.v1.Book"].is_object());
+    server.stop().await.expect("stop");
+}
+
 /// The lease clock: while it is frozen another instance's identity lease
 /// outlives any wait; stepped past the lease's duration, the server
 /// collects it at once, and renews its own lease at the stepped time.

@@ -28,7 +28,7 @@ use crate::request::response::{bytes_response, error_response};
 use crate::request::{Query, RequestInfo};
 use apiforge_core::meta::Status;
 use apiforge_core::scheme::Scheme;
-pub use documents::Documents;
+pub use documents::{Documents, LazyOpenApi, OpenApiDocuments};
 use routes::{Resources, Route};
 
 /// Build and version facts served at `/version`.
@@ -233,6 +233,7 @@ impl ApiServer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         let merged = Arc::new(local.with_remote(&remote));
+        merged.openapi.prepare();
         *self
             .docs
             .write()
@@ -575,10 +576,17 @@ impl ApiServer {
             ),
             Route::DiscoveryRoot(root) => discovery_root(self, &req, root),
             Route::OpenApiV3Index => {
-                document(&req, self.documents().openapi_v3_index.as_ref(), false)
+                let openapi = self.documents().openapi.get().await;
+                document(&req, openapi.v3_index.as_ref(), false)
             }
-            Route::OpenApiV3(doc) => document(&req, doc.as_ref(), params.get("hash").is_some()),
-            Route::OpenApiV2 => openapi_v2::serve(&req, &self.documents()),
+            Route::OpenApiV3(path) => {
+                let openapi = self.documents().openapi.get().await;
+                document(&req, openapi.v3.get(&path), params.get("hash").is_some())
+            }
+            Route::OpenApiV2 => {
+                let openapi = self.documents().openapi.get().await;
+                openapi_v2::serve(&req, &openapi)
+            }
             Route::Document(doc) => document(&req, Some(&doc), false),
         }
     }

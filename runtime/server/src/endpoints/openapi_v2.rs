@@ -16,7 +16,7 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 
-use super::documents::Documents;
+use super::documents::OpenApiDocuments;
 use super::negotiation::parse_accept;
 
 /// The protobuf content type served.
@@ -60,7 +60,7 @@ fn negotiate(accept: Option<&str>) -> Option<Form> {
 }
 
 /// Serves the v2 document.
-pub(super) fn serve(req: &Request, docs: &Documents) -> Response {
+pub(super) fn serve(req: &Request, docs: &OpenApiDocuments) -> Response {
     let accept = req
         .headers()
         .get(header::ACCEPT)
@@ -68,13 +68,13 @@ pub(super) fn serve(req: &Request, docs: &Documents) -> Response {
     let mut resp = Response::new(Body::empty());
     resp.headers_mut()
         .insert(header::VARY, HeaderValue::from_static("Accept"));
-    let Some(doc) = docs.openapi_v2.as_ref() else {
+    let Some(doc) = docs.v2.as_ref() else {
         *resp.status_mut() = StatusCode::NOT_FOUND;
         return resp;
     };
     let (body, content_type) = match negotiate(accept) {
         Some(Form::Json) => (doc.body.clone(), "application/json"),
-        Some(Form::Protobuf) => match docs.openapi_v2_protobuf.as_ref() {
+        Some(Form::Protobuf) => match docs.v2_protobuf.as_ref() {
             Some(body) => (body.clone(), PROTOBUF),
             None => {
                 *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;

@@ -60,8 +60,8 @@ pub(super) enum Route {
     DiscoveryRoot(&'static str),
     /// `/openapi/v3`.
     OpenApiV3Index,
-    /// `/openapi/v3/<group version path>` (`None`: no such document).
-    OpenApiV3(Option<documents::Document>),
+    /// `/openapi/v3/<group version path>` (the path after `/openapi/v3/`).
+    OpenApiV3(String),
     /// `/openapi/v2`.
     OpenApiV2,
     /// `/apis/<group>`, `/apis/<group>/<version>` or `/api/<version>`.
@@ -116,9 +116,7 @@ impl ApiServer {
             "/openapi/v2" => Route::OpenApiV2,
             _ => {
                 if let Some(rest) = path.strip_prefix("/openapi/v3/") {
-                    return Some(Route::OpenApiV3(
-                        self.documents().openapi_v3.get(rest).cloned(),
-                    ));
+                    return Some(Route::OpenApiV3(rest.to_string()));
                 }
                 let docs = self.documents();
                 let trimmed = path.trim_matches('/');

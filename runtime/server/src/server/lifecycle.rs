@@ -64,9 +64,9 @@ impl<C: Clone + Send + 'static> PostStartHooks<C> {
     }
 
     /// Runs every hook concurrently. Completes with the first failure as
-    /// `(name, error)`, or stays pending forever once all succeeded (so it
-    /// can sit in a `select!`).
-    pub async fn run(self, ctx: C) -> (String, String) {
+    /// `(name, error)`, or calls `all_finished` once all succeeded and
+    /// then stays pending forever (so it can sit in a `select!`).
+    pub async fn run(self, ctx: C, all_finished: impl FnOnce()) -> (String, String) {
         let mut tasks = tokio::task::JoinSet::new();
         for (hook, flag) in self.0 {
             let ctx = ctx.clone();
@@ -90,6 +90,7 @@ impl<C: Clone + Send + 'static> PostStartHooks<C> {
                 Err(e) => return ("<unknown>".into(), format!("hook panicked: {e}")),
             }
         }
+        all_finished();
         std::future::pending().await
     }
 }
@@ -142,7 +143,7 @@ mod tests {
         );
         let health = Arc::new(health);
         assert_eq!(readyz(&health, None).await, 500);
-        let running = tokio::spawn(hooks.run(()));
+        let running = tokio::spawn(hooks.run((), || {}));
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(readyz(&health, Some("poststarthook/fast")).await, 200);
         assert_eq!(readyz(&health, Some("poststarthook/slow")).await, 500);
@@ -159,7 +160,7 @@ mod tests {
             })],
             &mut health,
         );
-        let failure = tokio::time::timeout(Duration::from_secs(5), hooks.run(()))
+        let failure = tokio::time::timeout(Duration::from_secs(5), hooks.run((), || {}))
             .await
             .expect("a failure ends the runner");
         assert_eq!(failure, ("broken".to_string(), "cannot start".to_string()));

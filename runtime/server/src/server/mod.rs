@@ -452,7 +452,11 @@ pub async fn run(
         .max_headers(MAX_HEADER_LINES)
         .max_buf_size(MAX_HEADER_BYTES);
     tokio::pin!(shutdown);
-    let post_start = post_start.run(hook_ctx.clone());
+    // The OpenAPI documents are built in the background once the
+    // post-start hooks finished (not to slow start-up; a request for them
+    // before that waits for them).
+    let openapi = server.documents().openapi.clone();
+    let post_start = post_start.run(hook_ctx.clone(), move || openapi.prepare());
     tokio::pin!(post_start);
     let mut pre_shutdown = Some(pre_shutdown);
     let mut pre_shutdown_task = None;
