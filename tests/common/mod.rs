@@ -4,6 +4,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod auth;
+pub mod etcd_cluster;
 pub mod kubectl;
 pub mod raw;
 pub mod webhook;
