@@ -323,7 +323,9 @@ async fn conflicts_updates_and_shared_ownership() {
     assert!(gone["metadata"].get("labels").is_none(), "{gone}");
 
     // Applying the same configuration again writes nothing: same
-    // resourceVersion, same time.
+    // resourceVersion, same time — also in a later second, when the
+    // applier's managedFields time alone would differ (`labels: {}` is
+    // not stored, so the apply sees a change that the stored form drops).
     let config = flunder(
         "f1",
         json!({"referenceType": "Flunder", "flunderReference": "z"}),
@@ -337,6 +339,7 @@ async fn conflicts_updates_and_shared_ownership() {
         &config,
     )
     .await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let (code, again) = raw(
         &client,
         "PATCH",

@@ -869,6 +869,7 @@ impl Store {
                 .await?;
             self.prepare_write(&mut new, &old)?;
             self.next_generation(&mut new, &old)?;
+            self.keep_managed_times(&mut new, &old)?;
             let mut errs = self
                 .kind
                 .validate_update(&new, &old)

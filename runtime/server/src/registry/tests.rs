@@ -680,6 +680,46 @@ async fn update_without_change_writes_nothing() {
     assert_ne!(out["metadata"]["resourceVersion"], rv);
 }
 
+/// An update that changes only managedFields times (what a re-apply of
+/// `labels: {}` a second later produces) writes nothing and keeps the
+/// stored times; one that changes the object too takes the new times.
+#[tokio::test]
+async fn update_changing_only_managed_times_writes_nothing() {
+    let f = fixture(CacheOptions::default());
+    let entry = |time: &str| {
+        json!([{"manager": "a", "operation": "Apply", "apiVersion": "v1",
+            "time": time, "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {}}}}])
+    };
+    let mut body = ns("times", json!({}));
+    body["metadata"]["managedFields"] = entry("2026-01-01T00:00:00Z");
+    let created = f
+        .store
+        .create("", hub(&f.store, body), false)
+        .await
+        .unwrap();
+    let rv = created["metadata"]["resourceVersion"].clone();
+    let mut again = created.clone();
+    again["metadata"]["labels"] = json!({});
+    again["metadata"]["managedFields"] = entry("2026-01-01T00:00:07Z");
+    let (out, _) = f.store.update("", "times", again, false).await.unwrap();
+    assert_eq!(out["metadata"]["resourceVersion"], rv);
+    assert_eq!(
+        out["metadata"]["managedFields"][0]["time"],
+        "2026-01-01T00:00:00Z"
+    );
+
+    let mut changed = created.clone();
+    changed["metadata"]["labels"] = json!({"l": "1"});
+    changed["metadata"]["managedFields"] = entry("2026-01-01T00:00:07Z");
+    let (out, _) = f.store.update("", "times", changed, false).await.unwrap();
+    assert_ne!(out["metadata"]["resourceVersion"], rv);
+    assert_eq!(
+        out["metadata"]["managedFields"][0]["time"],
+        "2026-01-01T00:00:07Z"
+    );
+}
+
 /// Updates start from the watch cache's copy when it is the version the
 /// request names; a cache that has not seen the latest write yet must never
 /// turn a valid update into a conflict, nor let a stale one through.
