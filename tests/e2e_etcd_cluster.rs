@@ -10,8 +10,16 @@
 //!   the leader (resumed 5 s later) loses no acknowledged write: each is present
 //!   once with the resourceVersion it was acknowledged with and was
 //!   delivered in order to a watch that resumes when it ends; clients see
-//!   only retriable errors meanwhile. The figures (writes, errors, the
-//!   longest pause in acknowledged writes) are printed.
+//!   only retriable errors meanwhile, and none at all when a follower is
+//!   lost (a member that is down gets no requests);
+//! - under the same load, `kill -9` of a replica (restarted 2 s later; the
+//!   other replica's client sees no error) and then of both replicas at
+//!   once (restarted together) loses no acknowledged write, and the watch
+//!   resumes on the restarted replica without a gap (re-listing on a 410
+//!   as a reflector does).
+//!
+//! The figures (writes, errors, the longest pause in acknowledged writes,
+//! how soon writes resumed after an etcd election) are printed.
 
 mod common;
 
@@ -227,6 +235,8 @@ async fn write_load(api: Api<ConfigMap>, prefix: String, until: Instant) -> Writ
 struct Watched {
     adds: Vec<(String, String)>,
     resumed: usize,
+    /// How often a 410 made it re-list.
+    relisted: usize,
 }
 
 /// ADDED events of a watch that resumes from the last resourceVersion it
@@ -238,11 +248,13 @@ async fn watch_adds(api: Api<ConfigMap>, from: String, seen: Arc<Mutex<Watched>>
     loop {
         let stream = match api.watch(&wp, &last).await {
             Ok(s) => s,
-            Err(e) => {
-                // A 410 would be a gap: recorded as such.
-                if let kube::Error::Api(status) = &e {
-                    assert_ne!(status.code, 410, "watch expired: a gap");
-                }
+            Err(kube::Error::Api(status)) if status.code == 410 => {
+                // Too old for a replica that just started: re-list as a
+                // reflector does, taking what came after the last event.
+                last = relist(&api, &last, &seen).await;
+                continue;
+            }
+            Err(_) => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
@@ -257,12 +269,42 @@ async fn watch_adds(api: Api<ConfigMap>, from: String, seen: Arc<Mutex<Watched>>
                 WatchEvent::Modified(cm) | WatchEvent::Deleted(cm) => last = rv(&cm),
                 WatchEvent::Bookmark(b) => last = b.metadata.resource_version,
                 WatchEvent::Error(e) => {
-                    assert_ne!(e.code, 410, "watch expired: a gap ({})", e.message);
+                    if e.code == 410 {
+                        last = relist(&api, &last, &seen).await;
+                    }
                     break;
                 }
             }
         }
         seen.lock().expect("lock").resumed += 1;
+    }
+}
+
+/// After a 410: lists, records the objects written after `last` as adds
+/// (in resourceVersion order) and returns the list's resourceVersion to
+/// watch from.
+async fn relist(api: &Api<ConfigMap>, last: &str, seen: &Arc<Mutex<Watched>>) -> String {
+    let after: u64 = last.parse().expect("numeric resourceVersion");
+    loop {
+        match api.list(&ListParams::default().labels("test=load")).await {
+            Ok(list) => {
+                let mut newer: Vec<(String, String)> = list
+                    .items
+                    .iter()
+                    .filter(|c| rv(c).parse::<u64>().is_ok_and(|r| r > after))
+                    .map(|c| (name(c), rv(c)))
+                    .collect();
+                newer.sort_by_key(|(_, r)| r.parse::<u64>().unwrap_or_default());
+                let mut guard = seen.lock().expect("lock");
+                guard.adds.extend(newer);
+                guard.relisted += 1;
+                return list
+                    .metadata
+                    .resource_version
+                    .expect("list resourceVersion");
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
     }
 }
 
@@ -342,19 +384,75 @@ async fn under_fault(fault: Fault) {
             "{fault:?}: a non-retriable error: {code} {message}"
         );
     }
-    // The longest pause in acknowledged writes after the kill.
+    if matches!(fault, Fault::LoseFollower) {
+        // No election: a member that is down gets no requests.
+        assert!(
+            failures.is_empty(),
+            "{fault:?}: refused writes: {failures:?}"
+        );
+    }
+    let (longest_pause, resumed_at) = longest_pause_after(&acked, killed);
+    let resumed_after_election = match (fault, resumed_at) {
+        (Fault::LoseFollower, _) | (_, None) => "-".to_string(),
+        (_, Some(t)) => format!(
+            "{:.2}",
+            t.saturating_duration_since(killed + elected).as_secs_f64()
+        ),
+    };
+    let (events, resumed, relisted) =
+        check_acknowledged(&format!("{fault:?}"), &acked, &watched, [&on_a, &on_b]).await;
+    assert_eq!(
+        relisted, 0,
+        "{fault:?}: the watch expired (a gap for a client)"
+    );
+    watcher.abort();
+    eprintln!(
+        "{fault:?} (m{member}; leader was m{leader}) at {:.1} s; leader m{new_leader} after \
+         {:.2} s; {} writes acknowledged, 0 lost; {} refused ({:?}); longest pause in \
+         acknowledged writes after the fault {:.2} s, writes resumed {} s after the \
+         election; watch: {} events, resumed {} times",
+        (killed - began).as_secs_f64(),
+        elected.as_secs_f64(),
+        acked.len(),
+        failures.len(),
+        failures
+            .iter()
+            .map(|(c, m)| format!("{c} {m}"))
+            .collect::<std::collections::BTreeSet<_>>(),
+        longest_pause.as_secs_f64(),
+        resumed_after_election,
+        events,
+        resumed
+    );
+}
+
+/// The longest pause between acknowledged writes that ends after `from`,
+/// and when it ended.
+fn longest_pause_after(
+    acked: &BTreeMap<String, (String, Instant)>,
+    from: Instant,
+) -> (Duration, Option<Instant>) {
     let mut times: Vec<Instant> = acked.values().map(|(_, t)| *t).collect();
     times.sort();
-    let longest_pause = times
+    times
         .windows(2)
-        .filter(|w| w[1] > killed)
-        .map(|w| w[1] - w[0])
+        .filter(|w| w[1] > from)
+        .map(|w| (w[1] - w[0], Some(w[1])))
         .max()
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
 
-    // Every acknowledged write is there exactly once with its
-    // resourceVersion, through both replicas.
-    for api in [&on_a, &on_b] {
+/// Every acknowledged write is there exactly once with the resourceVersion
+/// it was acknowledged with, through every replica, and the watch saw each
+/// of them once, in resourceVersion order. Returns the events the watch
+/// saw, how often it resumed and how often it re-listed.
+async fn check_acknowledged(
+    what: &str,
+    acked: &BTreeMap<String, (String, Instant)>,
+    watched: &Arc<Mutex<Watched>>,
+    replicas: [&Api<ConfigMap>; 2],
+) -> (usize, usize, usize) {
+    for api in replicas {
         let list = api
             .list(&ListParams::default().labels("test=load"))
             .await
@@ -362,15 +460,14 @@ async fn under_fault(fault: Fault) {
         let stored: BTreeMap<String, String> =
             list.items.iter().map(|c| (name(c), rv(c))).collect();
         assert_eq!(stored.len(), list.items.len(), "no duplicate names");
-        for (n, (r, _)) in &acked {
+        for (n, (r, _)) in acked {
             assert_eq!(
                 stored.get(n),
                 Some(r),
-                "{fault:?}: acknowledged write {n} lost or changed"
+                "{what}: acknowledged write {n} lost or changed"
             );
         }
     }
-    // The watch saw each of them once, in resourceVersion order.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let seen = {
@@ -383,41 +480,130 @@ async fn under_fault(fault: Fault) {
         }
         assert!(
             Instant::now() < deadline,
-            "{fault:?}: the watch missed acknowledged writes ({seen} of {} seen)",
+            "{what}: the watch missed acknowledged writes ({seen} of {} seen)",
             acked.len()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    watcher.abort();
     let Watched {
         adds: events,
         resumed,
+        relisted,
     } = watched.lock().expect("lock").clone();
     let mut names = HashSet::new();
     let mut previous = 0u64;
     for (n, r) in &events {
-        assert!(names.insert(n.clone()), "{fault:?}: {n} delivered twice");
+        assert!(names.insert(n.clone()), "{what}: {n} delivered twice");
         let r: u64 = r.parse().expect("numeric resourceVersion");
-        assert!(r > previous, "{fault:?}: events out of order at {n}");
+        assert!(r > previous, "{what}: events out of order at {n}");
         previous = r;
         if let Some((acked_rv, _)) = acked.get(n) {
             assert_eq!(acked_rv, &r.to_string());
         }
     }
-    eprintln!(
-        "{fault:?} (m{member}; leader was m{leader}) at {:.1} s; leader m{new_leader} after \
-         {:.2} s; {} writes acknowledged, 0 lost; {} refused ({:?}); longest pause in \
-         acknowledged writes after the fault {:.2} s; watch: {} events, resumed {} times",
-        (killed - began).as_secs_f64(),
-        elected.as_secs_f64(),
-        acked.len(),
-        failures.len(),
-        failures
-            .iter()
-            .map(|(c, m)| format!("{c} {m}"))
-            .collect::<std::collections::BTreeSet<_>>(),
-        longest_pause.as_secs_f64(),
-        events.len(),
-        resumed
+    (events.len(), resumed, relisted)
+}
+
+/// Under a write load through both replicas (on a healthy 3-member etcd
+/// cluster): `kill -9` of replica a, restarted 2 s later, then `kill -9`
+/// of both replicas at once and both restarted. No acknowledged write is
+/// lost; the client of the surviving replica sees no error while a is
+/// down; the watch on b ends when b goes and resumes (re-listing after a
+/// 410, as a reflector does, if the restarted replica's cache is newer).
+#[tokio::test]
+async fn acknowledged_writes_survive_replica_kills_and_restarts() {
+    let etcd = EtcdCluster::start(3).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (mut a, mut b) = replicas(&etcd, &tmp).await;
+    let args_servers = etcd.servers();
+    let args = [
+        "--etcd-servers",
+        args_servers.as_str(),
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=500ms",
+    ];
+    let (dir_a, port_a) = (tmp.path().join("a"), a.port);
+    let (dir_b, port_b) = (tmp.path().join("b"), b.port);
+    let on_a: Api<ConfigMap> = Api::namespaced(a.client_without_retries().await, "default");
+    let on_b: Api<ConfigMap> = Api::namespaced(b.client_without_retries().await, "default");
+    let from = on_b
+        .list(&ListParams::default().labels("test=load"))
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("rv");
+    let watched = Arc::new(Mutex::new(Watched::default()));
+    let watcher = tokio::spawn(watch_adds(on_b.clone(), from, watched.clone()));
+
+    // Phase 1: a is killed and restarted; b's client must see nothing.
+    let began = Instant::now();
+    let phase1 = began + Duration::from_secs(7);
+    let via_a = tokio::spawn(write_load(on_a.clone(), "via-a1".into(), phase1));
+    let via_b = tokio::spawn(write_load(on_b.clone(), "via-b1".into(), phase1));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    a.kill();
+    let killed = Instant::now();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    a = Server::start_in(&dir_a, port_a, &args).await;
+    let a_back = killed.elapsed();
+    let mut acked: BTreeMap<String, (String, Instant)> = BTreeMap::new();
+    let mut failures_a = Vec::new();
+    let w = via_a.await.expect("writer");
+    acked.extend(w.acked);
+    failures_a.extend(w.failures);
+    let w = via_b.await.expect("writer");
+    assert!(
+        w.failures.is_empty(),
+        "the surviving replica refused writes: {:?}",
+        w.failures
     );
+    acked.extend(w.acked);
+
+    // Phase 2: both replicas killed at once and restarted.
+    let phase2 = Instant::now() + Duration::from_secs(12);
+    let via_a = tokio::spawn(write_load(on_a.clone(), "via-a2".into(), phase2));
+    let via_b = tokio::spawn(write_load(on_b.clone(), "via-b2".into(), phase2));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    a.kill();
+    b.kill();
+    let all_killed = Instant::now();
+    let (a2, b2) = tokio::join!(
+        Server::start_in(&dir_a, port_a, &args),
+        Server::start_in(&dir_b, port_b, &args)
+    );
+    let all_back = all_killed.elapsed();
+    let mut failures = Vec::new();
+    for writer in [via_a, via_b] {
+        let w = writer.await.expect("writer");
+        acked.extend(w.acked);
+        failures.extend(w.failures);
+    }
+    for (code, message) in failures.iter().chain(&failures_a) {
+        assert!(
+            *code == 0 || *code == 429 || (500..600).contains(code),
+            "a non-retriable error: {code} {message}"
+        );
+    }
+    let (pause, _) = longest_pause_after(&acked, all_killed);
+    let (events, resumed, relisted) =
+        check_acknowledged("replica faults", &acked, &watched, [&on_a, &on_b]).await;
+    watcher.abort();
+    eprintln!(
+        "replica faults: a killed and ready again after {:.2} s (restarted after 2 s), b's \
+         client saw no error; both killed, restarted at once and ready after {:.2} s, no write \
+         acknowledged for {:.2} s; \
+         {} writes acknowledged, 0 lost; {} refused while replicas were down; watch: {} \
+         events, resumed {} times, re-listed {} times",
+        a_back.as_secs_f64(),
+        all_back.as_secs_f64(),
+        pause.as_secs_f64(),
+        acked.len(),
+        failures.len() + failures_a.len(),
+        events,
+        resumed,
+        relisted
+    );
+    drop((a2, b2));
 }

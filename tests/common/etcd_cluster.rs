@@ -2,7 +2,10 @@
 //! `scripts/install-deps.sh`): each member with its own data directory,
 //! client and peer ports from [`super::free_port`], and a log. Members can
 //! be killed (`kill -9`), restarted on their data, paused (`SIGSTOP`, a
-//! member cut off as by a partition) and resumed. Killed on drop.
+//! member cut off as by a partition) and resumed. Killed on drop. Clients
+//! may be required to use TLS with client certificates ([`EtcdTls`]);
+//! health and leadership are read from each member's plain-HTTP metrics
+//! port either way.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -14,15 +17,26 @@ struct Member {
     name: String,
     client_port: u16,
     peer_port: u16,
+    metrics_port: u16,
     data: PathBuf,
     log: PathBuf,
     child: Option<Child>,
+}
+
+/// TLS for the members' client URLs: etcd serves `cert`/`key` and requires
+/// client certificates signed by `ca`.
+#[derive(Clone)]
+pub struct EtcdTls {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// A running etcd cluster.
 pub struct EtcdCluster {
     members: Vec<Member>,
     token: String,
+    tls: Option<EtcdTls>,
     _dir: tempfile::TempDir,
 }
 
@@ -30,12 +44,22 @@ impl EtcdCluster {
     /// Starts a cluster of `size` members and waits until every member
     /// reports itself healthy (a leader elected, the cluster serving).
     pub async fn start(size: usize) -> EtcdCluster {
+        EtcdCluster::start_with(size, None).await
+    }
+
+    /// Starts a cluster whose client URLs are `https://` with `tls`.
+    pub async fn start_tls(size: usize, tls: EtcdTls) -> EtcdCluster {
+        EtcdCluster::start_with(size, Some(tls)).await
+    }
+
+    async fn start_with(size: usize, tls: Option<EtcdTls>) -> EtcdCluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let members = (0..size)
             .map(|i| Member {
                 name: format!("m{i}"),
                 client_port: super::free_port(),
                 peer_port: super::free_port(),
+                metrics_port: super::free_port(),
                 data: dir.path().join(format!("m{i}.data")),
                 log: dir.path().join(format!("m{i}.log")),
                 child: None,
@@ -44,6 +68,7 @@ impl EtcdCluster {
         let mut cluster = EtcdCluster {
             members,
             token: format!("apiforge-test-{}", std::process::id()),
+            tls,
             _dir: dir,
         };
         for i in 0..size {
@@ -62,16 +87,29 @@ impl EtcdCluster {
             .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
             .collect::<Vec<_>>()
             .join(",");
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
         let m = &mut self.members[i];
-        let client = format!("http://127.0.0.1:{}", m.client_port);
+        let client = format!("{scheme}://127.0.0.1:{}", m.client_port);
         let peer = format!("http://127.0.0.1:{}", m.peer_port);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&m.log)
             .expect("etcd log");
-        let child = Command::new(super::etcd_binary())
+        let mut command = Command::new(super::etcd_binary());
+        if let Some(tls) = &self.tls {
+            command
+                .arg(format!("--cert-file={}", tls.cert.display()))
+                .arg(format!("--key-file={}", tls.key.display()))
+                .arg(format!("--trusted-ca-file={}", tls.ca.display()))
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .arg(format!("--name={}", m.name))
+            .arg(format!(
+                "--listen-metrics-urls=http://127.0.0.1:{}",
+                m.metrics_port
+            ))
             .arg(format!("--data-dir={}", m.data.display()))
             .arg(format!("--listen-client-urls={client}"))
             .arg(format!("--advertise-client-urls={client}"))
@@ -95,7 +133,7 @@ impl EtcdCluster {
             if let Some(Ok(Some(status))) = self.members[i].child.as_mut().map(Child::try_wait) {
                 panic!("etcd member {i} exited ({status}); log:\n{}", self.log(i));
             }
-            let port = self.members[i].client_port;
+            let port = self.members[i].metrics_port;
             let health = tokio::task::spawn_blocking(move || http_get(port, "/health"))
                 .await
                 .ok()
@@ -116,7 +154,10 @@ impl EtcdCluster {
     pub fn servers(&self) -> String {
         self.members
             .iter()
-            .map(|m| format!("http://127.0.0.1:{}", m.client_port))
+            .map(|m| {
+                let scheme = if self.tls.is_some() { "https" } else { "http" };
+                format!("{scheme}://127.0.0.1:{}", m.client_port)
+            })
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -141,7 +182,7 @@ impl EtcdCluster {
                 if m.child.is_none() || i == excluded {
                     continue;
                 }
-                let port = m.client_port;
+                let port = m.metrics_port;
                 let metrics = tokio::task::spawn_blocking(move || http_get(port, "/metrics"))
                     .await
                     .ok()

@@ -50,6 +50,21 @@
 //! confirms each answer with a second request (the `watch` submodule has the
 //! details).
 //!
+//! # Several members
+//!
+//! Creates and updates are compare-and-swap transactions, so sending one
+//! again cannot apply it twice: an attempt that fails for connection
+//! reasons or takes longer than [`Etcd3Options::attempt_timeout`] (a leader
+//! change holds it for etcd's own request timeout, 5 s + 2 election
+//! timeouts) is sent again, and a failed compare that finds exactly the
+//! bytes it was writing is the earlier attempt's success. Single-key reads
+//! are sent again the same way. Deletes are sent again only when the
+//! connection could not be opened (their second try could not tell its own
+//! success from someone else's). With several endpoints a health task
+//! takes members that do not answer out of the balancer (the `health`
+//! submodule), and a watch whose progress requests go unanswered resumes
+//! on another member.
+//!
 //! # Errors
 //!
 //! Connection failures (gRPC `Unavailable`, transport errors) map to
@@ -59,6 +74,7 @@
 //! [`Error::Compacted`]/[`Error::FutureRevision`], everything else to
 //! [`Error::Internal`].
 
+mod health;
 mod watch;
 
 #[cfg(test)]
@@ -117,6 +133,19 @@ pub struct Etcd3Options {
     /// Deadline of every single request (reads, writes, creating a watch);
     /// exceeding it gives [`Error::Timeout`].
     pub request_timeout: Duration,
+    /// How long one attempt of a compare-and-swap write (create, update)
+    /// or a single-key read may take before it is sent again, within
+    /// `request_timeout` (from the fourth attempt on, twice as long as the
+    /// one before, so that a merely slow request still completes). A write caught by an etcd leader change otherwise
+    /// waits for etcd's own request timeout (5 s + 2 election timeouts);
+    /// sent again, it either applies or finds its first attempt applied
+    /// (see [`Etcd3Store`]'s writes).
+    pub attempt_timeout: Duration,
+    /// How often each member is asked for its status when there are several
+    /// (`None`: never). A member that does not answer within
+    /// `attempt_timeout` gets no requests until it answers again, as
+    /// etcd's own client balances only over members that are up.
+    pub health_check_interval: Option<Duration>,
     /// How often a watch opened with `progress = true` asks etcd for a
     /// progress notification (`RequestProgress`). etcd's own
     /// `progress_notify` is also requested but only fires every ~10 minutes.
@@ -138,6 +167,8 @@ impl Default for Etcd3Options {
             startup_timeout: Duration::from_secs(60),
             dial_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(30),
+            attempt_timeout: Duration::from_secs(1),
+            health_check_interval: Some(Duration::from_millis(500)),
             progress_interval: Duration::from_secs(1),
             watch_retry_timeout: None,
         }
@@ -200,6 +231,9 @@ struct Inner {
     /// How many watch tasks are re-establishing a broken watch
     /// ([`Storage::watch_reconnecting`]).
     reconnecting: AtomicUsize,
+    /// The members the client sends requests to (all but those the health
+    /// task took out).
+    serving: std::sync::Mutex<Vec<String>>,
 }
 
 impl Etcd3Store {
@@ -242,17 +276,36 @@ impl Etcd3Store {
                 Ok(Ok(version)) => {
                     tracing::info!(endpoints = %endpoints, version = %version, "connected to etcd");
                     let progress_is_ordered = progress_is_ordered(&version);
-                    return Ok(Etcd3Store {
+                    let health = opts
+                        .health_check_interval
+                        .filter(|_| opts.endpoints.len() > 1);
+                    let probe_timeout = opts.attempt_timeout;
+                    let opts_endpoints = opts.endpoints.clone();
+                    let store = Etcd3Store {
                         inner: Arc::new(Inner {
                             opts,
-                            client,
+                            client: client.clone(),
                             server_version: version,
                             progress_is_ordered,
                             compacted: AtomicI64::new(0),
                             progress_requests: tokio::sync::watch::Sender::new(0),
                             reconnecting: AtomicUsize::new(0),
+                            serving: std::sync::Mutex::new(opts_endpoints),
                         }),
-                    });
+                    };
+                    if let Some(interval) = health {
+                        health::spawn(
+                            Arc::downgrade(&store.inner),
+                            client,
+                            &store.inner.opts.endpoints,
+                            connect_options,
+                            uses_tls(&store.inner.opts),
+                            interval,
+                            probe_timeout,
+                        )
+                        .await?;
+                    }
+                    return Ok(store);
                 }
                 Ok(Err(e)) => describe(&e),
                 Err(_) => format!("no answer within {budget:?}"),
@@ -278,6 +331,16 @@ impl Etcd3Store {
     /// The etcd server version reported when the store connected.
     pub fn server_version(&self) -> &str {
         &self.inner.server_version
+    }
+
+    /// The endpoints requests go to: every one given, except members the
+    /// health checks found not answering (never all of them).
+    pub fn serving_endpoints(&self) -> Vec<String> {
+        self.inner
+            .serving
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -313,16 +376,21 @@ fn progress_is_ordered(version: &str) -> bool {
     }
 }
 
+/// Whether the store talks TLS to etcd (`https://` endpoints or TLS files).
+fn uses_tls(opts: &Etcd3Options) -> bool {
+    opts.endpoints.iter().any(|e| e.starts_with("https://"))
+        || opts.ca_file.is_some()
+        || opts.cert_file.is_some()
+        || opts.key_file.is_some()
+}
+
 /// Builds the etcd client options (TLS, keep-alive, dial timeout).
 async fn connect_options(opts: &Etcd3Options) -> Result<etcd::ConnectOptions> {
     let mut options = etcd::ConnectOptions::new()
         .with_connect_timeout(opts.dial_timeout)
         .with_keep_alive(Duration::from_secs(30), Duration::from_secs(10))
         .with_keep_alive_while_idle(true);
-    let https = opts.endpoints.iter().any(|e| e.starts_with("https://"));
-    let any_tls_file =
-        opts.ca_file.is_some() || opts.cert_file.is_some() || opts.key_file.is_some();
-    if !https && !any_tls_file {
+    if !uses_tls(opts) {
         return Ok(options);
     }
     let Some(ca_file) = &opts.ca_file else {
@@ -461,11 +529,24 @@ fn is_transient(e: &Error) -> bool {
     matches!(e, Error::Unavailable(_) | Error::Timeout(_))
 }
 
+/// The time the next attempt of a request gets after `slow` attempts (this
+/// one included) took too long: the same three times, then twice as long
+/// each time, so that a request that is merely slow still completes.
+fn next_attempt(attempt: Duration, slow: &mut u32) -> Duration {
+    *slow += 1;
+    if *slow >= 3 { attempt * 2 } else { attempt }
+}
+
 /// Which failed requests may be sent again.
 #[derive(Clone, Copy, Debug)]
 enum Retry {
-    /// Reads: whenever the failure was the connection's.
+    /// Small reads (one key, a count): whenever the failure was the
+    /// connection's, and when an attempt takes longer than
+    /// [`Etcd3Options::attempt_timeout`] (a stopped member).
     Read,
+    /// Lists, which may take long: whenever the failure was the
+    /// connection's.
+    List,
     /// Writes: only when the request cannot have reached etcd.
     Write,
 }
@@ -473,7 +554,7 @@ enum Retry {
 impl Retry {
     fn allows(self, e: &etcd::Error) -> bool {
         match self {
-            Retry::Read => is_transient(&map_err_ref(e)),
+            Retry::Read | Retry::List => is_transient(&map_err_ref(e)),
             // tonic's wording for a failed TCP connect (the request was never sent).
             Retry::Write => describe(e).contains("tcp connect error"),
         }
@@ -604,22 +685,91 @@ impl Inner {
             n => n + 1,
         };
         let mut tried = 0;
+        let mut attempt = self.opts.attempt_timeout;
+        let mut slow = 0;
         loop {
             tried += 1;
-            let result = tokio::time::timeout_at(deadline, op(self.kv()))
-                .await
-                .map_err(|_| {
-                    Error::Timeout(format!(
-                        "etcd {what} did not answer within {:?}",
-                        self.opts.request_timeout
-                    ))
-                })?;
+            let attempt_deadline = match retry {
+                Retry::Read => (Instant::now() + attempt).min(deadline),
+                Retry::List | Retry::Write => deadline,
+            };
+            let Ok(result) = tokio::time::timeout_at(attempt_deadline, op(self.kv())).await else {
+                if attempt_deadline < deadline {
+                    tracing::debug!("etcd {what} did not answer within {attempt:?}; trying again");
+                    tried -= 1;
+                    attempt = next_attempt(attempt, &mut slow);
+                    continue;
+                }
+                return Err(Error::Timeout(format!(
+                    "etcd {what} did not answer within {:?}",
+                    self.opts.request_timeout
+                )));
+            };
             match result {
                 Err(e) if tried < tries && retry.allows(&e) => {
                     tracing::debug!(error = %describe(&e), "etcd {what} failed; trying again");
                 }
                 other => return Ok(other),
             }
+        }
+    }
+
+    /// Runs a compare-and-swap transaction (a create or an update: applying
+    /// it twice is the same as once, because the second compare fails),
+    /// sending it again when an attempt fails for connection reasons or
+    /// takes longer than [`Etcd3Options::attempt_timeout`] — a leader
+    /// change otherwise holds it for etcd's own request timeout — up to
+    /// once per endpoint plus one, within the request timeout.
+    ///
+    /// Returns the response and whether an earlier attempt may have been
+    /// applied without its answer arriving: then a failed compare may be
+    /// that attempt's doing, which the caller recognises by the value.
+    async fn cas(&self, what: &str, txn: &etcd::Txn) -> Result<(etcd::TxnResponse, bool)> {
+        let deadline = Instant::now() + self.opts.request_timeout;
+        let tries = self.opts.endpoints.len() + 1;
+        let mut failed = 0;
+        let mut ambiguous = false;
+        let mut attempt = self.opts.attempt_timeout;
+        let mut slow = 0;
+        let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(500));
+        loop {
+            let attempt_deadline = (Instant::now() + attempt).min(deadline);
+            let wait = match tokio::time::timeout_at(attempt_deadline, self.kv().txn(txn.clone()))
+                .await
+            {
+                Ok(Ok(resp)) => return Ok((resp, ambiguous)),
+                Ok(Err(e)) => {
+                    let error = map_err_ref(&e);
+                    failed += 1;
+                    if !is_transient(&error) || failed >= tries {
+                        return Err(error);
+                    }
+                    // Unless the connection could not even be opened, the
+                    // request may have reached etcd.
+                    ambiguous |= !Retry::Write.allows(&e);
+                    tracing::debug!(error = %error, "etcd {what} failed; trying again");
+                    backoff.next_delay()
+                }
+                Err(_) if attempt_deadline < deadline => {
+                    ambiguous = true;
+                    tracing::debug!("etcd {what} did not answer within {attempt:?}; trying again");
+                    attempt = next_attempt(attempt, &mut slow);
+                    Duration::ZERO
+                }
+                Err(_) => {
+                    return Err(Error::Timeout(format!(
+                        "etcd {what} did not answer within {:?}",
+                        self.opts.request_timeout
+                    )));
+                }
+            };
+            if Instant::now() + wait >= deadline {
+                return Err(Error::Timeout(format!(
+                    "etcd {what} did not answer within {:?}",
+                    self.opts.request_timeout
+                )));
+            }
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -728,14 +878,14 @@ impl Storage for Etcd3Store {
             )])
             .and_then([etcd::TxnOp::put(key, value.to_vec(), None)])
             .or_else([etcd::TxnOp::get(key, None)]);
-        let resp = inner
-            .request("create", Retry::Write, |mut kv| {
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-            .await?;
+        let (resp, ambiguous) = inner.cas("create", &txn).await?;
         if !resp.succeeded() {
-            return Err(Error::AlreadyExists(key.to_owned()));
+            // An earlier attempt may have created it: the same bytes (an
+            // object's uid makes them unique) are this create's own.
+            return match txn_get_result(&resp)? {
+                Some(current) if ambiguous && current.value == value => Ok(current),
+                _ => Err(Error::AlreadyExists(key.to_owned())),
+            };
         }
         let revision = header_revision(resp.header(), "txn")?;
         Ok(KeyValue {
@@ -780,7 +930,7 @@ impl Storage for Etcd3Store {
             .with_revision(opts.revision.max(0))
             .with_limit(limit);
         let result = inner
-            .call("list", Retry::Read, |mut kv| {
+            .call("list", Retry::List, |mut kv| {
                 let (start, get_opts) = (start.clone(), get_opts.clone());
                 async move { kv.get(start, Some(get_opts)).await }
             })
@@ -854,14 +1004,20 @@ impl Storage for Etcd3Store {
             .when(when)
             .and_then([etcd::TxnOp::put(key, value.to_vec(), None)])
             .or_else([etcd::TxnOp::get(key, None)]);
-        let resp = inner
-            .request("update", Retry::Write, |mut kv| {
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-            .await?;
+        let (resp, ambiguous) = inner.cas("update", &txn).await?;
         if !resp.succeeded() {
-            return Ok(WriteOutcome::Conflict(txn_get_result(&resp)?));
+            // An earlier attempt may have written it: the key holding
+            // exactly these bytes at a later revision is this update done.
+            return Ok(match txn_get_result(&resp)? {
+                Some(current)
+                    if ambiguous
+                        && current.mod_revision > expected_mod_revision
+                        && current.value == value =>
+                {
+                    WriteOutcome::Done(current)
+                }
+                current => WriteOutcome::Conflict(current),
+            });
         }
         let revision = header_revision(resp.header(), "txn")?;
         Ok(WriteOutcome::Done(KeyValue {

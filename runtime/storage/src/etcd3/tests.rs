@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::{Etcd3Options, Etcd3Store, parse_servers, prefix_end, progress_is_ordered};
 use crate::conformance::{self, next_event};
-use crate::{Error, EventType, KeyValue, Storage, WatchItem};
+use crate::{Error, EventType, KeyValue, Storage, WatchItem, WriteOutcome};
 
 const ETCD: &str = "/usr/bin/etcd";
 
@@ -572,12 +572,38 @@ fn helpers() {
 }
 
 /// A loopback TCP proxy in front of etcd whose connections can be cut, to
-/// break a client's connection without stopping etcd.
+/// break a client's connection without stopping etcd, or frozen (nothing
+/// passes, connections stay open: a stopped member as its clients see it).
 struct Proxy {
     port: u16,
     enabled: Arc<std::sync::atomic::AtomicBool>,
     generation: tokio::sync::watch::Sender<u64>,
+    frozen: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// Copies `from` to `to`, holding the bytes while `frozen`.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut frozen: tokio::sync::watch::Receiver<bool>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while *frozen.borrow_and_update() {
+            if frozen.changed().await.is_err() {
+                return;
+            }
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }
 
 impl Proxy {
@@ -587,21 +613,27 @@ impl Proxy {
         let port = listener.local_addr().unwrap().port();
         let enabled = Arc::new(AtomicBool::new(true));
         let (generation, _) = tokio::sync::watch::channel(0u64);
-        let (accept_enabled, accept_generation) = (enabled.clone(), generation.clone());
+        let (frozen, _) = tokio::sync::watch::channel(false);
+        let (accept_enabled, accept_generation, accept_frozen) =
+            (enabled.clone(), generation.clone(), frozen.clone());
         let task = tokio::spawn(async move {
-            while let Ok((mut downstream, _)) = listener.accept().await {
+            while let Ok((downstream, _)) = listener.accept().await {
                 if !accept_enabled.load(Ordering::SeqCst) {
                     continue; // dropped: the client sees the connection close
                 }
                 let mut cut = accept_generation.subscribe();
+                let frozen = accept_frozen.subscribe();
                 tokio::spawn(async move {
-                    let Ok(mut upstream) =
+                    let Ok(upstream) =
                         tokio::net::TcpStream::connect(("127.0.0.1", target_port)).await
                     else {
                         return;
                     };
+                    let (down_read, down_write) = downstream.into_split();
+                    let (up_read, up_write) = upstream.into_split();
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut downstream, &mut upstream) => {}
+                        _ = pump(down_read, up_write, frozen.clone()) => {}
+                        _ = pump(up_read, down_write, frozen) => {}
                         _ = cut.changed() => {}
                     }
                 });
@@ -611,6 +643,7 @@ impl Proxy {
             port,
             enabled,
             generation,
+            frozen,
             task,
         }
     }
@@ -626,6 +659,16 @@ impl Proxy {
     fn restore(&self) {
         self.enabled
             .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Holds every byte in both directions until [`Proxy::thaw`].
+    fn freeze(&self) {
+        self.frozen.send_replace(true);
+    }
+
+    /// Lets the held bytes and new ones pass again.
+    fn thaw(&self) {
+        self.frozen.send_replace(false);
     }
 }
 
@@ -742,4 +785,138 @@ async fn resumed_watch_reports_compaction() {
         "Compacted is terminal"
     );
     assert_eq!(watched.compacted_revision().await.unwrap(), c.mod_revision);
+}
+
+/// Creates and updates whose attempts are cut off (an attempt timeout of
+/// 1 ms: the first attempts are cancelled after etcd may have applied
+/// them) are sent again and still apply exactly once: each key ends at
+/// version 2 with the updated value, and no write reports a conflict or
+/// an existing key it made itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_cut_off_and_sent_again_apply_once() {
+    let etcd = EtcdProcess::start().await;
+    let store = Etcd3Store::connect(Etcd3Options {
+        attempt_timeout: Duration::from_millis(1),
+        ..etcd.options()
+    })
+    .await
+    .unwrap();
+    for i in 0..30 {
+        let key = format!("/registry/cut-off/{i}");
+        let created = store
+            .create(&key, Bytes::from(format!("created {i}")))
+            .await
+            .unwrap_or_else(|e| panic!("create {key}: {e}"));
+        let updated = match store
+            .update(
+                &key,
+                created.mod_revision,
+                Bytes::from(format!("updated {i}")),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("update {key}: {e}"))
+        {
+            WriteOutcome::Done(kv) => kv,
+            WriteOutcome::Conflict(kv) => panic!("update {key} conflicted with {kv:?}"),
+        };
+        assert!(updated.mod_revision > created.mod_revision);
+        let stored = store.get(&key, 0).await.unwrap().expect("stored");
+        assert_eq!(stored.value, Bytes::from(format!("updated {i}")));
+        assert_eq!(stored.version, 2, "{key} written more than twice");
+        assert_eq!(stored.mod_revision, updated.mod_revision);
+    }
+    // Someone else's key is still refused.
+    let err = store
+        .create("/registry/cut-off/0", Bytes::from("other"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists(_)), "{err:?}");
+}
+
+/// A member that stops answering (a frozen connection: SIGSTOP or a
+/// partition that keeps TCP up) leaves a watch's progress requests
+/// unanswered: the watch gives the stream up and re-establishes itself
+/// (reported as reconnecting) instead of waiting silently, and delivers
+/// what was written meanwhile once the member answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_on_a_silent_member_resumes() {
+    let etcd = EtcdProcess::start().await;
+    let proxy = Proxy::start(etcd.client_port).await;
+    let watched = Etcd3Store::connect(Etcd3Options {
+        endpoints: vec![format!("http://127.0.0.1:{}", proxy.port)],
+        progress_interval: Duration::from_millis(100),
+        attempt_timeout: Duration::from_millis(300),
+        ..etcd.options()
+    })
+    .await
+    .unwrap();
+    let direct = etcd.store().await;
+    let dir = "/registry/silent-member/";
+    let mut watch = watched.watch(dir, 0, true).await.unwrap();
+    let a = direct
+        .create(&format!("{dir}a"), Bytes::from("1"))
+        .await
+        .unwrap();
+    assert_eq!(next_event(&mut watch).await.kv, a);
+    assert!(!watched.watch_reconnecting());
+
+    proxy.freeze();
+    let b = direct
+        .create(&format!("{dir}b"), Bytes::from("2"))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !watched.watch_reconnecting() {
+        assert!(
+            Instant::now() < deadline,
+            "the watch did not notice the silent member"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    proxy.thaw();
+    assert_eq!(next_event(&mut watch).await.kv, b);
+}
+
+/// With several endpoints, one that stops answering (a frozen proxy in
+/// front of the same etcd) is taken out of the balancer, requests keep
+/// succeeding meanwhile, and it is put back once it answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_that_do_not_answer_get_no_requests() {
+    let etcd = EtcdProcess::start().await;
+    let proxy = Proxy::start(etcd.client_port).await;
+    let direct = etcd.endpoint();
+    let proxied = format!("http://127.0.0.1:{}", proxy.port);
+    let store = Etcd3Store::connect(Etcd3Options {
+        endpoints: vec![direct.clone(), proxied.clone()],
+        attempt_timeout: Duration::from_millis(300),
+        health_check_interval: Some(Duration::from_millis(100)),
+        ..etcd.options()
+    })
+    .await
+    .unwrap();
+    assert_eq!(store.serving_endpoints(), [direct.clone(), proxied.clone()]);
+    let until = |want: Vec<String>| {
+        let store = store.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while store.serving_endpoints() != want {
+                assert!(
+                    Instant::now() < deadline,
+                    "serving {:?}, not {want:?}",
+                    store.serving_endpoints()
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+
+    proxy.freeze();
+    until(vec![direct.clone()]).await;
+    for i in 0..50 {
+        let key = format!("/registry/health/{i}");
+        store.create(&key, Bytes::from("x")).await.unwrap();
+        assert!(store.get(&key, 0).await.unwrap().is_some());
+    }
+    proxy.thaw();
+    until(vec![direct, proxied]).await;
 }

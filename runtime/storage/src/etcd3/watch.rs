@@ -428,8 +428,18 @@ async fn drive(
     );
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut requests_open = true;
+    // Since when a progress request is waiting for its answer with nothing
+    // heard from etcd: a member that stopped (SIGSTOP, a partition keeping
+    // TCP up) answers nothing, and the stream is then resumed elsewhere.
+    let mut silent_since: Option<Instant> = None;
+    let stall = inner.opts.attempt_timeout * 2;
     loop {
         let may_request_progress = spec.progress && (state.synced || inner.progress_is_ordered);
+        // Only a caught-up watcher: etcd defers its answers to one still
+        // replaying history, which can take long.
+        if state.synced && state.progress_requests > state.progress_answers {
+            silent_since.get_or_insert_with(Instant::now);
+        }
         if std::mem::take(&mut state.confirm) {
             state.progress_requests += 1;
             if let Err(e) = session.sender.request_progress().await {
@@ -440,6 +450,7 @@ async fn drive(
             _ = tx.closed() => return End::Closed,
             message = session.responses.next() => match message {
                 Some(Ok(resp)) => {
+                    silent_since = None;
                     if let Some(end) = handle(inner, spec, state, tx, resp).await {
                         return end;
                     }
@@ -447,6 +458,13 @@ async fn drive(
                 Some(Err(e)) => return End::Broken(super::describe(&e)),
                 None => return End::Broken("etcd ended the watch stream".to_owned()),
             },
+            () = tokio::time::sleep_until(silent_since.unwrap_or_else(Instant::now) + stall),
+                if silent_since.is_some() =>
+            {
+                return End::Broken(format!(
+                    "etcd answered no progress request within {stall:?}"
+                ));
+            }
             () = tokio::time::sleep_until(state.confirm_at.unwrap_or_else(Instant::now)),
                 if state.confirm_at.is_some() =>
             {
@@ -509,6 +527,8 @@ async fn handle(
             state.synced = true;
         } else {
             state.progress_answers += 1;
+            // A newer etcd answers only caught-up watchers.
+            state.synced |= inner.progress_is_ordered;
         }
         let revision = resp.header().map(etcd::ResponseHeader::revision)?;
         if !spec.progress {
