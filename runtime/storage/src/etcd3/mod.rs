@@ -307,7 +307,14 @@ impl Etcd3Store {
                     }
                     return Ok(store);
                 }
-                Ok(Err(e)) => describe(&e),
+                Ok(Err(e)) => {
+                    let text = describe(&e);
+                    if let Some(refused) = tls_refusal(&opts, &text) {
+                        // Waiting cannot fix a certificate.
+                        return Err(Error::Internal(refused));
+                    }
+                    text
+                }
                 Err(_) => format!("no answer within {budget:?}"),
             };
             let wait = backoff.next_delay();
@@ -341,6 +348,30 @@ impl Etcd3Store {
             .lock()
             .map(|s| s.clone())
             .unwrap_or_default()
+    }
+}
+
+/// The start-up error for a TLS handshake with etcd that failed on a
+/// certificate (which retrying cannot fix), naming the flag to check.
+fn tls_refusal(opts: &Etcd3Options, error: &str) -> Option<String> {
+    let path = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map_or_else(|| "(none)".to_owned(), |p| p.display().to_string())
+    };
+    if error.contains("invalid peer certificate") {
+        Some(format!(
+            "etcd's serving certificate is not trusted by --etcd-cafile {}: {error}",
+            path(&opts.ca_file)
+        ))
+    } else if error.contains("received fatal alert") {
+        Some(format!(
+            "etcd refused the TLS handshake (check the client certificate, --etcd-certfile {} \
+             and --etcd-keyfile {}): {error}",
+            path(&opts.cert_file),
+            path(&opts.key_file)
+        ))
+    } else {
+        None
     }
 }
 
