@@ -615,6 +615,10 @@ impl Storage for Faults {
         self.inner.request_progress().await
     }
 
+    async fn request_progress_for(&self, prefix: &str) -> apiforge_storage::Result<()> {
+        self.inner.request_progress_for(prefix).await
+    }
+
     fn watch_reconnecting(&self) -> bool {
         self.inner.watch_reconnecting()
     }

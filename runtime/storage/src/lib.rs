@@ -290,6 +290,15 @@ pub trait Storage: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Like [`Storage::request_progress`], for the watches of exactly
+    /// `prefix` only: what a consistent read of one kind's watch cache
+    /// needs, without asking every other watch too. By default it asks
+    /// every watch.
+    async fn request_progress_for(&self, prefix: &str) -> Result<()> {
+        let _ = prefix;
+        self.request_progress().await
+    }
+
     /// Whether a watch of this store is re-establishing its connection to
     /// the backend (etcd restarted or unreachable, see the etcd3 watch's
     /// resuming). Such a watch resumes on its own from the revision it had

@@ -157,6 +157,10 @@ impl Storage for Metered {
         self.inner.request_progress().await
     }
 
+    async fn request_progress_for(&self, prefix: &str) -> Result<()> {
+        self.inner.request_progress_for(prefix).await
+    }
+
     fn watch_reconnecting(&self) -> bool {
         self.inner.watch_reconnecting()
     }

@@ -496,7 +496,7 @@ impl WatchCache {
         }
         let deadline = tokio::time::Instant::now() + self.opts.freshness_timeout;
         loop {
-            let _ = self.storage.request_progress().await;
+            let _ = self.storage.request_progress_for(&self.prefix).await;
             let nudge = tokio::time::Instant::now() + Duration::from_millis(20);
             let _ = tokio::time::timeout_at(nudge.min(deadline), rx.changed()).await;
             if self.has_seen(revision) {

@@ -228,6 +228,9 @@ struct Inner {
     /// Bumped by [`Storage::request_progress`]; every watch with `progress`
     /// asks etcd for a progress notification when it changes.
     progress_requests: tokio::sync::watch::Sender<u64>,
+    /// The watches by prefix, for [`Storage::request_progress_for`]: each
+    /// asks etcd for a progress notification when its `Notify` fires.
+    progress_by_prefix: std::sync::Mutex<Vec<(String, std::sync::Weak<tokio::sync::Notify>)>>,
     /// How many watch tasks are re-establishing a broken watch
     /// ([`Storage::watch_reconnecting`]).
     reconnecting: AtomicUsize,
@@ -289,6 +292,7 @@ impl Etcd3Store {
                             progress_is_ordered,
                             compacted: AtomicI64::new(0),
                             progress_requests: tokio::sync::watch::Sender::new(0),
+                            progress_by_prefix: std::sync::Mutex::new(Vec::new()),
                             reconnecting: AtomicUsize::new(0),
                             serving: std::sync::Mutex::new(opts_endpoints),
                         }),
@@ -1146,6 +1150,27 @@ impl Storage for Etcd3Store {
         self.inner
             .progress_requests
             .send_modify(|n| *n = n.wrapping_add(1));
+        Ok(())
+    }
+
+    async fn request_progress_for(&self, prefix: &str) -> Result<()> {
+        let asked = match self.inner.progress_by_prefix.lock() {
+            Ok(mut watches) => {
+                watches.retain(|(_, w)| w.strong_count() > 0);
+                let mut asked = false;
+                for (_, notify) in watches.iter().filter(|(p, _)| p == prefix) {
+                    if let Some(notify) = notify.upgrade() {
+                        notify.notify_one();
+                        asked = true;
+                    }
+                }
+                asked
+            }
+            Err(_) => false,
+        };
+        if !asked {
+            self.request_progress().await?;
+        }
         Ok(())
     }
 

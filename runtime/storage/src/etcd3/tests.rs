@@ -920,3 +920,43 @@ async fn members_that_do_not_answer_get_no_requests() {
     proxy.thaw();
     until(vec![direct, proxied]).await;
 }
+
+/// `request_progress_for` asks only the watches of that prefix: the
+/// watch of another prefix hears nothing (its periodic requests are an
+/// hour apart), the asked one reports progress past a write elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_requested_for_one_prefix_reaches_only_its_watches() {
+    let etcd = EtcdProcess::start().await;
+    let store = Etcd3Store::connect(Etcd3Options {
+        progress_interval: Duration::from_secs(3600),
+        ..etcd.options()
+    })
+    .await
+    .unwrap();
+    let mut asked = store.watch("/registry/asked/", 0, true).await.unwrap();
+    let mut other = store.watch("/registry/other/", 0, true).await.unwrap();
+    let outside = store
+        .create("/registry/elsewhere/x", Bytes::from("x"))
+        .await
+        .unwrap();
+    store
+        .request_progress_for("/registry/asked/")
+        .await
+        .unwrap();
+    loop {
+        match conformance::next_item(&mut asked).await {
+            WatchItem::Progress(revision) if revision >= outside.mod_revision => break,
+            WatchItem::Progress(_) => store
+                .request_progress_for("/registry/asked/")
+                .await
+                .unwrap(),
+            WatchItem::Event(event) => panic!("unexpected event {event:?}"),
+        }
+    }
+    let heard = tokio::time::timeout(
+        Duration::from_millis(500),
+        conformance::next_item(&mut other),
+    )
+    .await;
+    assert!(heard.is_err(), "the other watch was asked too: {heard:?}");
+}

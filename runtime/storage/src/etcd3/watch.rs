@@ -94,6 +94,9 @@ struct Spec {
     progress: bool,
     /// Whether events carry the previous state (`prev_kv`).
     prev: bool,
+    /// Fired by [`Storage::request_progress_for`](crate::Storage) for this
+    /// watch's prefix.
+    targeted: Arc<tokio::sync::Notify>,
 }
 
 /// One gRPC watch stream with its created watcher.
@@ -178,7 +181,11 @@ pub(super) async fn start(
         range_end,
         progress,
         prev,
+        targeted: Arc::new(tokio::sync::Notify::new()),
     };
+    if progress && let Ok(mut watches) = inner.progress_by_prefix.lock() {
+        watches.push((prefix.to_owned(), Arc::downgrade(&spec.targeted)));
+    }
     // A concrete start makes "after the current revision" exact and gives
     // resuming a revision to start from.
     let last = if start_revision == 0 {
@@ -475,6 +482,12 @@ async fn drive(
                 }
             }
             _ = ticker.tick(), if may_request_progress => {
+                state.progress_requests += 1;
+                if let Err(e) = session.sender.request_progress().await {
+                    return End::Broken(super::describe(&e));
+                }
+            }
+            () = spec.targeted.notified(), if may_request_progress => {
                 state.progress_requests += 1;
                 if let Err(e) = session.sender.request_progress().await {
                     return End::Broken(super::describe(&e));
