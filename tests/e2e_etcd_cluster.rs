@@ -214,7 +214,13 @@ async fn replicas_on_a_three_member_cluster_agree() {
         took.push(started.elapsed());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let written = writer.await.expect("writer").acked.len();
+    let w = writer.await.expect("writer");
+    assert!(
+        w.unseen.is_empty(),
+        "a read right after the write missed it: {:?}",
+        w.unseen
+    );
+    let written = w.acked.len();
     took.sort();
     let at = |p: f64| took[((took.len() as f64 * p).ceil() as usize).saturating_sub(1)];
     eprintln!(
@@ -234,6 +240,11 @@ struct Writes {
     acked: BTreeMap<String, (String, Instant)>,
     /// HTTP codes of refused writes (0: no HTTP answer).
     failures: Vec<(u16, String)>,
+    /// Acknowledged writes that a read through the same replica right
+    /// afterwards did not find (404) or found older than acknowledged.
+    unseen: Vec<String>,
+    /// Reads right after an acknowledged write that were answered.
+    read_back: usize,
 }
 
 /// Creates ConfigMaps `<prefix>-<n>` one after another until `until`.
@@ -248,7 +259,24 @@ async fn write_load(api: Api<ConfigMap>, prefix: String, until: Instant) -> Writ
             .await
         {
             Ok(cm) => {
-                writes.acked.insert(cm_name, (rv(&cm), Instant::now()));
+                let acked_rv = rv(&cm);
+                writes
+                    .acked
+                    .insert(cm_name.clone(), (acked_rv.clone(), Instant::now()));
+                // A read right after the acknowledged write must see it
+                // (a refused read during a fault is retriable, not wrong).
+                match api.get(&cm_name).await {
+                    Ok(read) if rv(&read) == acked_rv => writes.read_back += 1,
+                    Ok(read) => writes
+                        .unseen
+                        .push(format!("{cm_name}: read {} after {acked_rv}", rv(&read))),
+                    Err(kube::Error::Api(status)) if status.code == 404 => {
+                        writes
+                            .unseen
+                            .push(format!("{cm_name}: 404 after {acked_rv}"));
+                    }
+                    Err(_) => {}
+                }
             }
             Err(kube::Error::Api(status)) => {
                 writes.failures.push((status.code, status.message.clone()));
@@ -408,6 +436,11 @@ async fn under_fault(fault: Fault) {
     let mut failures = Vec::new();
     for writer in writers {
         let w = writer.await.expect("writer");
+        assert!(
+            w.unseen.is_empty(),
+            "a read right after the write missed it: {:?}",
+            w.unseen
+        );
         acked.extend(w.acked);
         failures.extend(w.failures);
     }
@@ -585,9 +618,19 @@ async fn acknowledged_writes_survive_replica_kills_and_restarts() {
     let mut acked: BTreeMap<String, (String, Instant)> = BTreeMap::new();
     let mut failures_a = Vec::new();
     let w = via_a.await.expect("writer");
+    assert!(
+        w.unseen.is_empty(),
+        "a read right after the write missed it: {:?}",
+        w.unseen
+    );
     acked.extend(w.acked);
     failures_a.extend(w.failures);
     let w = via_b.await.expect("writer");
+    assert!(
+        w.unseen.is_empty(),
+        "a read right after the write missed it: {:?}",
+        w.unseen
+    );
     assert!(
         w.failures.is_empty(),
         "the surviving replica refused writes: {:?}",
@@ -611,6 +654,11 @@ async fn acknowledged_writes_survive_replica_kills_and_restarts() {
     let mut failures = Vec::new();
     for writer in [via_a, via_b] {
         let w = writer.await.expect("writer");
+        assert!(
+            w.unseen.is_empty(),
+            "a read right after the write missed it: {:?}",
+            w.unseen
+        );
         acked.extend(w.acked);
         failures.extend(w.failures);
     }
@@ -964,8 +1012,14 @@ async fn chaos_soak() {
 
     let mut acked: BTreeMap<String, (String, Instant)> = BTreeMap::new();
     let mut refused = 0;
+    let mut read_back = 0;
     for writer in writers {
         let w = writer.await.expect("writer");
+        assert!(
+            w.unseen.is_empty(),
+            "a read right after the write missed it: {:?}",
+            w.unseen
+        );
         acked.extend(w.acked);
         for (code, message) in &w.failures {
             assert!(
@@ -974,6 +1028,7 @@ async fn chaos_soak() {
             );
         }
         refused += w.failures.len();
+        read_back += w.read_back;
     }
     let mut recoveries: Vec<Duration> = faults
         .iter()
@@ -1021,8 +1076,8 @@ async fn chaos_soak() {
     }
     eprintln!(
         "chaos soak (seed {seed}, {seconds} s): faults {kinds:?}; {} writes acknowledged, 0 \
-         lost, 0 delivered twice, 0 missed by a watch; {refused} refused while a fault \
-         lasted; recovery (longest pause in acknowledged writes per fault) p50 {:.2} s, p99 \
+         lost, 0 delivered twice, 0 missed by a watch; {read_back} read back right after \
+         the write, 0 missed; {refused} refused while a fault lasted; recovery (longest pause in acknowledged writes per fault) p50 {:.2} s, p99 \
          {:.2} s, max {:.2} s; {}",
         acked.len(),
         percentile(0.5),

@@ -224,6 +224,11 @@ impl Server {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running server").id()
+    }
+
     /// Kills the server with SIGKILL and waits for it.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
