@@ -237,6 +237,9 @@ struct Inner {
     /// The members the client sends requests to (all but those the health
     /// task took out).
     serving: std::sync::Mutex<Vec<String>>,
+    /// Request attempts that took longer than the attempt timeout and were
+    /// sent again ([`Etcd3Store::slow_attempts`]).
+    slow_attempts: std::sync::atomic::AtomicU64,
 }
 
 impl Etcd3Store {
@@ -295,6 +298,7 @@ impl Etcd3Store {
                             progress_by_prefix: std::sync::Mutex::new(Vec::new()),
                             reconnecting: AtomicUsize::new(0),
                             serving: std::sync::Mutex::new(opts_endpoints),
+                            slow_attempts: std::sync::atomic::AtomicU64::new(0),
                         }),
                     };
                     if let Some(interval) = health {
@@ -342,6 +346,13 @@ impl Etcd3Store {
     /// The etcd server version reported when the store connected.
     pub fn server_version(&self) -> &str {
         &self.inner.server_version
+    }
+
+    /// How many request attempts took longer than
+    /// [`Etcd3Options::attempt_timeout`] and were sent again since the
+    /// store connected.
+    pub fn slow_attempts(&self) -> u64 {
+        self.inner.slow_attempts.load(Ordering::Relaxed)
     }
 
     /// The endpoints requests go to: every one given, except members the
@@ -732,6 +743,7 @@ impl Inner {
                 if attempt_deadline < deadline {
                     tracing::debug!("etcd {what} did not answer within {attempt:?}; trying again");
                     tried -= 1;
+                    self.slow_attempts.fetch_add(1, Ordering::Relaxed);
                     attempt = next_attempt(attempt, &mut slow);
                     continue;
                 }
@@ -788,6 +800,7 @@ impl Inner {
                 Err(_) if attempt_deadline < deadline => {
                     ambiguous = true;
                     tracing::debug!("etcd {what} did not answer within {attempt:?}; trying again");
+                    self.slow_attempts.fetch_add(1, Ordering::Relaxed);
                     attempt = next_attempt(attempt, &mut slow);
                     Duration::ZERO
                 }

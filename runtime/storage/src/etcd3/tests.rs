@@ -912,11 +912,19 @@ async fn members_that_do_not_answer_get_no_requests() {
 
     proxy.freeze();
     until(vec![direct.clone()]).await;
+    // Requests still sent to the frozen member would each wait out an
+    // attempt and be sent again.
+    let slow = store.slow_attempts();
     for i in 0..50 {
         let key = format!("/registry/health/{i}");
         store.create(&key, Bytes::from("x")).await.unwrap();
         assert!(store.get(&key, 0).await.unwrap().is_some());
     }
+    assert_eq!(
+        store.slow_attempts(),
+        slow,
+        "requests went to the frozen member"
+    );
     proxy.thaw();
     until(vec![direct, proxied]).await;
 }
