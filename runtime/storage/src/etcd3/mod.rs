@@ -136,10 +136,11 @@ pub struct Etcd3Options {
     /// How long one attempt of a compare-and-swap write (create, update)
     /// or a single-key read may take before it is sent again, within
     /// `request_timeout` (from the fourth attempt on, twice as long as the
-    /// one before, so that a merely slow request still completes). A write caught by an etcd leader change otherwise
-    /// waits for etcd's own request timeout (5 s + 2 election timeouts);
-    /// sent again, it either applies or finds its first attempt applied
-    /// (see [`Etcd3Store`]'s writes).
+    /// one before, so that a merely slow request still completes). A write
+    /// caught by an etcd leader change otherwise waits for etcd's own
+    /// request timeout (5 s + 2 election timeouts); sent again, it either
+    /// applies or finds its first attempt applied (see the module
+    /// documentation). Lists and deletes are not sent again this way.
     pub attempt_timeout: Duration,
     /// How often each member is asked for its status when there are several
     /// (`None`: never). A member that does not answer within
@@ -794,8 +795,12 @@ impl Inner {
                     // Unless the connection could not even be opened, the
                     // request may have reached etcd.
                     ambiguous |= !Retry::Write.allows(&e);
+                    let wait = backoff.next_delay();
+                    if Instant::now() + wait >= deadline {
+                        return Err(error);
+                    }
                     tracing::debug!(error = %error, "etcd {what} failed; trying again");
-                    backoff.next_delay()
+                    wait
                 }
                 Err(_) if attempt_deadline < deadline => {
                     ambiguous = true;
@@ -811,12 +816,6 @@ impl Inner {
                     )));
                 }
             };
-            if Instant::now() + wait >= deadline {
-                return Err(Error::Timeout(format!(
-                    "etcd {what} did not answer within {:?}",
-                    self.opts.request_timeout
-                )));
-            }
             tokio::time::sleep(wait).await;
         }
     }

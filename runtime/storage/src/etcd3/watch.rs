@@ -440,24 +440,28 @@ async fn drive(
     // TCP up) answers nothing, and the stream is then resumed elsewhere.
     let mut silent_since: Option<Instant> = None;
     let stall = inner.opts.attempt_timeout * 2;
+    // Requests sent before the last response (any response proves the
+    // member alive; a newer etcd answers several deferred requests once).
+    let mut requests_before_response = state.progress_requests;
     loop {
         let may_request_progress = spec.progress && (state.synced || inner.progress_is_ordered);
-        // Only a caught-up watcher: etcd defers its answers to one still
-        // replaying history, which can take long.
-        if state.synced && state.progress_requests > state.progress_answers {
-            silent_since.get_or_insert_with(Instant::now);
-        }
         if std::mem::take(&mut state.confirm) {
             state.progress_requests += 1;
             if let Err(e) = session.sender.request_progress().await {
                 return End::Broken(super::describe(&e));
             }
         }
+        // Only a caught-up watcher: etcd defers its answers to one still
+        // replaying history, which can take long.
+        if state.synced && state.progress_requests > requests_before_response {
+            silent_since.get_or_insert_with(Instant::now);
+        }
         tokio::select! {
             _ = tx.closed() => return End::Closed,
             message = session.responses.next() => match message {
                 Some(Ok(resp)) => {
                     silent_since = None;
+                    requests_before_response = state.progress_requests;
                     if let Some(end) = handle(inner, spec, state, tx, resp).await {
                         return end;
                     }
