@@ -40,18 +40,30 @@ use kube::api::{
     Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
 
-/// Two replicas on `etcd` (short leader-election timings).
-async fn replicas(etcd: &EtcdCluster, tmp: &tempfile::TempDir) -> (Server, Server) {
-    let servers = etcd.servers();
-    let args = [
+/// The flags of a replica on `etcd` (short leader-election timings).
+fn replica_args(etcd: &EtcdCluster) -> Vec<String> {
+    [
         "--etcd-servers",
-        servers.as_str(),
+        &etcd.servers(),
         "--leader-elect-lease-duration=3s",
         "--leader-elect-renew-deadline=2s",
         "--leader-elect-retry-period=500ms",
-    ];
-    let a = Server::start_in(&tmp.path().join("a"), common::free_port(), &args).await;
-    let b = Server::start_in(&tmp.path().join("b"), common::free_port(), &args).await;
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// Starts (or restarts) the replica with data directory `dir` on `port`.
+async fn start_replica(etcd: &EtcdCluster, dir: &std::path::Path, port: u16) -> Server {
+    let args = replica_args(etcd);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Server::start_in(dir, port, &args).await
+}
+
+/// Two replicas on `etcd`, with data directories `a` and `b` in `tmp`.
+async fn replicas(etcd: &EtcdCluster, tmp: &tempfile::TempDir) -> (Server, Server) {
+    let a = start_replica(etcd, &tmp.path().join("a"), common::free_port()).await;
+    let b = start_replica(etcd, &tmp.path().join("b"), common::free_port()).await;
     (a, b)
 }
 
@@ -582,14 +594,6 @@ async fn acknowledged_writes_survive_replica_kills_and_restarts() {
     let etcd = EtcdCluster::start(3).await;
     let tmp = tempfile::tempdir().expect("tempdir");
     let (mut a, mut b) = replicas(&etcd, &tmp).await;
-    let args_servers = etcd.servers();
-    let args = [
-        "--etcd-servers",
-        args_servers.as_str(),
-        "--leader-elect-lease-duration=3s",
-        "--leader-elect-renew-deadline=2s",
-        "--leader-elect-retry-period=500ms",
-    ];
     let (dir_a, port_a) = (tmp.path().join("a"), a.port);
     let (dir_b, port_b) = (tmp.path().join("b"), b.port);
     let on_a: Api<ConfigMap> = Api::namespaced(a.client_without_retries().await, "default");
@@ -613,7 +617,7 @@ async fn acknowledged_writes_survive_replica_kills_and_restarts() {
     a.kill();
     let killed = Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    a = Server::start_in(&dir_a, port_a, &args).await;
+    a = start_replica(&etcd, &dir_a, port_a).await;
     let a_back = killed.elapsed();
     let mut acked: BTreeMap<String, (String, Instant)> = BTreeMap::new();
     let mut failures_a = Vec::new();
@@ -647,8 +651,8 @@ async fn acknowledged_writes_survive_replica_kills_and_restarts() {
     b.kill();
     let all_killed = Instant::now();
     let (a2, b2) = tokio::join!(
-        Server::start_in(&dir_a, port_a, &args),
-        Server::start_in(&dir_b, port_b, &args)
+        start_replica(&etcd, &dir_a, port_a),
+        start_replica(&etcd, &dir_b, port_b)
     );
     let all_back = all_killed.elapsed();
     let mut failures = Vec::new();
@@ -918,14 +922,6 @@ async fn chaos_soak() {
     let mut etcd = EtcdCluster::start(3).await;
     let tmp = tempfile::tempdir().expect("tempdir");
     let (a, b) = replicas(&etcd, &tmp).await;
-    let servers = etcd.servers();
-    let args = [
-        "--etcd-servers",
-        servers.as_str(),
-        "--leader-elect-lease-duration=3s",
-        "--leader-elect-renew-deadline=2s",
-        "--leader-elect-retry-period=500ms",
-    ];
     let dirs = [
         (tmp.path().join("a"), a.port),
         (tmp.path().join("b"), b.port),
@@ -991,7 +987,7 @@ async fn chaos_soak() {
                     server.kill();
                 }
                 tokio::time::sleep(lasts).await;
-                running[i] = Some(Server::start_in(&dirs[i].0, dirs[i].1, &args).await);
+                running[i] = Some(start_replica(&etcd, &dirs[i].0, dirs[i].1).await);
             }
             Chaos::RestartReplicas => {
                 for server in running.iter_mut() {
@@ -1000,8 +996,8 @@ async fn chaos_soak() {
                     }
                 }
                 let (ra, rb) = tokio::join!(
-                    Server::start_in(&dirs[0].0, dirs[0].1, &args),
-                    Server::start_in(&dirs[1].0, dirs[1].1, &args)
+                    start_replica(&etcd, &dirs[0].0, dirs[0].1),
+                    start_replica(&etcd, &dirs[1].0, dirs[1].1)
                 );
                 running = vec![Some(ra), Some(rb)];
             }
