@@ -28,12 +28,12 @@
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::Server;
 use common::etcd_cluster::{EtcdCluster, EtcdTls};
+use common::tls::Ca;
+use common::{Server, percentile};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
@@ -226,21 +226,15 @@ async fn replicas_on_a_three_member_cluster_agree() {
         took.push(started.elapsed());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let w = writer.await.expect("writer");
-    assert!(
-        w.unseen.is_empty(),
-        "a read right after the write missed it: {:?}",
-        w.unseen
-    );
+    let w = finished(writer).await;
     let written = w.acked.len();
     took.sort();
-    let at = |p: f64| took[((took.len() as f64 * p).ceil() as usize).saturating_sub(1)];
     eprintln!(
         "consistent LIST of an idle kind on replica b while replica a wrote {written} objects: \
          {} reads, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         took.len(),
-        at(0.5).as_secs_f64() * 1e3,
-        at(0.99).as_secs_f64() * 1e3,
+        percentile(&took, 0.5).as_secs_f64() * 1e3,
+        percentile(&took, 0.99).as_secs_f64() * 1e3,
         took.last().map_or(0.0, |d| d.as_secs_f64() * 1e3)
     );
 }
@@ -301,6 +295,39 @@ async fn write_load(api: Api<ConfigMap>, prefix: String, until: Instant) -> Writ
         }
     }
     writes
+}
+
+/// A ConfigMap client of `server` in `default` that does not retry
+/// refused requests (the tests look at them).
+async fn load_api(server: &Server) -> Api<ConfigMap> {
+    Api::namespaced(server.client_without_retries().await, "default")
+}
+
+/// The result of a [`write_load`] task, checked: every acknowledged write
+/// was seen by the read right after it.
+async fn finished(writer: tokio::task::JoinHandle<Writes>) -> Writes {
+    let w = writer.await.expect("writer");
+    assert!(
+        w.unseen.is_empty(),
+        "a read right after the write missed it: {:?}",
+        w.unseen
+    );
+    w
+}
+
+/// A resuming watch of the load's ConfigMaps through `api`, from the
+/// current resourceVersion: what it saw, and its task.
+async fn watch_load(api: &Api<ConfigMap>) -> (Arc<Mutex<Watched>>, tokio::task::JoinHandle<()>) {
+    let from = api
+        .list(&ListParams::default().labels("test=load"))
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("rv");
+    let watched = Arc::new(Mutex::new(Watched::default()));
+    let watcher = tokio::spawn(watch_adds(api.clone(), from, watched.clone()));
+    (watched, watcher)
 }
 
 /// What [`watch_adds`] saw: the ADDED events as (name, resourceVersion)
@@ -406,17 +433,8 @@ async fn under_fault(fault: Fault) {
     let mut etcd = EtcdCluster::start(3).await;
     let tmp = tempfile::tempdir().expect("tempdir");
     let (a, b) = replicas(&etcd, &tmp).await;
-    let on_a: Api<ConfigMap> = Api::namespaced(a.client_without_retries().await, "default");
-    let on_b: Api<ConfigMap> = Api::namespaced(b.client_without_retries().await, "default");
-    let from = on_b
-        .list(&ListParams::default().labels("test=load"))
-        .await
-        .expect("list")
-        .metadata
-        .resource_version
-        .expect("rv");
-    let watched = Arc::new(Mutex::new(Watched::default()));
-    let watcher = tokio::spawn(watch_adds(on_b.clone(), from, watched.clone()));
+    let (on_a, on_b) = (load_api(&a).await, load_api(&b).await);
+    let (watched, watcher) = watch_load(&on_b).await;
 
     let began = Instant::now();
     let until = began + Duration::from_secs(12);
@@ -447,12 +465,7 @@ async fn under_fault(fault: Fault) {
     let mut acked: BTreeMap<String, (String, Instant)> = BTreeMap::new();
     let mut failures = Vec::new();
     for writer in writers {
-        let w = writer.await.expect("writer");
-        assert!(
-            w.unseen.is_empty(),
-            "a read right after the write missed it: {:?}",
-            w.unseen
-        );
+        let w = finished(writer).await;
         acked.extend(w.acked);
         failures.extend(w.failures);
     }
@@ -596,17 +609,8 @@ async fn acknowledged_writes_survive_replica_kills_and_restarts() {
     let (mut a, mut b) = replicas(&etcd, &tmp).await;
     let (dir_a, port_a) = (tmp.path().join("a"), a.port);
     let (dir_b, port_b) = (tmp.path().join("b"), b.port);
-    let on_a: Api<ConfigMap> = Api::namespaced(a.client_without_retries().await, "default");
-    let on_b: Api<ConfigMap> = Api::namespaced(b.client_without_retries().await, "default");
-    let from = on_b
-        .list(&ListParams::default().labels("test=load"))
-        .await
-        .expect("list")
-        .metadata
-        .resource_version
-        .expect("rv");
-    let watched = Arc::new(Mutex::new(Watched::default()));
-    let watcher = tokio::spawn(watch_adds(on_b.clone(), from, watched.clone()));
+    let (on_a, on_b) = (load_api(&a).await, load_api(&b).await);
+    let (watched, watcher) = watch_load(&on_b).await;
 
     // Phase 1: a is killed and restarted; b's client must see nothing.
     let began = Instant::now();
@@ -621,20 +625,10 @@ async fn acknowledged_writes_survive_replica_kills_and_restarts() {
     let a_back = killed.elapsed();
     let mut acked: BTreeMap<String, (String, Instant)> = BTreeMap::new();
     let mut failures_a = Vec::new();
-    let w = via_a.await.expect("writer");
-    assert!(
-        w.unseen.is_empty(),
-        "a read right after the write missed it: {:?}",
-        w.unseen
-    );
+    let w = finished(via_a).await;
     acked.extend(w.acked);
     failures_a.extend(w.failures);
-    let w = via_b.await.expect("writer");
-    assert!(
-        w.unseen.is_empty(),
-        "a read right after the write missed it: {:?}",
-        w.unseen
-    );
+    let w = finished(via_b).await;
     assert!(
         w.failures.is_empty(),
         "the surviving replica refused writes: {:?}",
@@ -657,12 +651,7 @@ async fn acknowledged_writes_survive_replica_kills_and_restarts() {
     let all_back = all_killed.elapsed();
     let mut failures = Vec::new();
     for writer in [via_a, via_b] {
-        let w = writer.await.expect("writer");
-        assert!(
-            w.unseen.is_empty(),
-            "a read right after the write missed it: {:?}",
-            w.unseen
-        );
+        let w = finished(writer).await;
         acked.extend(w.acked);
         failures.extend(w.failures);
     }
@@ -694,57 +683,6 @@ async fn acknowledged_writes_survive_replica_kills_and_restarts() {
     drop((a2, b2));
 }
 
-/// A test CA (rcgen) that signs etcd's serving certificate and the
-/// client certificate apiforge presents.
-struct TestCa {
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-    pem: String,
-}
-
-impl TestCa {
-    fn new(name: &str) -> TestCa {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::DigitalSignature,
-        ];
-        let cert = params.self_signed(&key).expect("ca");
-        TestCa {
-            pem: cert.pem(),
-            issuer: rcgen::Issuer::new(params, key),
-        }
-    }
-
-    /// Writes `<stem>.crt` and `<stem>.key` for `names` (IP addresses
-    /// become IP SANs); returns their paths.
-    fn issue(&self, dir: &std::path::Path, stem: &str, names: &[&str]) -> (PathBuf, PathBuf) {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params =
-            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-                .expect("params");
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, stem);
-        let cert = params.signed_by(&key, &self.issuer).expect("cert");
-        let (crt, kf) = (
-            dir.join(format!("{stem}.crt")),
-            dir.join(format!("{stem}.key")),
-        );
-        std::fs::write(&crt, cert.pem()).expect("write cert");
-        std::fs::write(&kf, key.serialize_pem()).expect("write key");
-        (crt, kf)
-    }
-
-    fn write(&self, path: &std::path::Path) {
-        std::fs::write(path, &self.pem).expect("write ca");
-    }
-}
-
 /// TLS to a 3-member etcd cluster that requires client certificates
 /// (`--etcd-cafile/--etcd-certfile/--etcd-keyfile`): a replica stores and
 /// serves objects; one that trusts another CA, or presents no client
@@ -753,10 +691,10 @@ impl TestCa {
 async fn tls_to_an_etcd_cluster_with_client_certificates() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
-    let ca = TestCa::new("etcd-ca");
-    ca.write(&dir.join("ca.crt"));
-    let (server_cert, server_key) = ca.issue(dir, "etcd-server", &["127.0.0.1", "localhost"]);
-    let (client_cert, client_key) = ca.issue(dir, "apiforge-client", &[]);
+    let ca = Ca::new("etcd-ca");
+    ca.write_pem(&dir.join("ca.crt"));
+    let (server_cert, server_key, _) = ca.serving(dir, "etcd-server", &["127.0.0.1", "localhost"]);
+    let (client_cert, client_key, _) = ca.serving(dir, "apiforge-client", &[]);
     let etcd = EtcdCluster::start_tls(
         3,
         EtcdTls {
@@ -797,8 +735,8 @@ async fn tls_to_an_etcd_cluster_with_client_certificates() {
     assert_eq!(rv(&got), rv(&created));
 
     // The wrong CA: etcd's certificate is refused, at start-up, clearly.
-    let other = TestCa::new("other-ca");
-    other.write(&dir.join("other-ca.crt"));
+    let other = Ca::new("other-ca");
+    other.write_pem(&dir.join("other-ca.crt"));
     let other_ca = dir.join("other-ca.crt").display().to_string();
     let refused = |extra: Vec<String>| {
         let port = common::free_port().to_string();
@@ -928,26 +866,14 @@ async fn chaos_soak() {
     ];
     let mut running: Vec<Option<Server>> = vec![Some(a), Some(b)];
     let mut apis = Vec::new();
+    let (mut watches, mut watchers) = (Vec::new(), Vec::new());
     for server in running.iter().flatten() {
-        let api: Api<ConfigMap> = Api::namespaced(server.client_without_retries().await, "default");
+        let api = load_api(server).await;
+        let (watched, watcher) = watch_load(&api).await;
+        watches.push(watched);
+        watchers.push(watcher);
         apis.push(api);
     }
-    let from = apis[0]
-        .list(&ListParams::default().labels("test=load"))
-        .await
-        .expect("list")
-        .metadata
-        .resource_version
-        .expect("rv");
-    let watches: Vec<Arc<Mutex<Watched>>> = apis
-        .iter()
-        .map(|_| Arc::new(Mutex::new(Watched::default())))
-        .collect();
-    let watchers: Vec<_> = apis
-        .iter()
-        .zip(&watches)
-        .map(|(api, seen)| tokio::spawn(watch_adds(api.clone(), from.clone(), seen.clone())))
-        .collect();
 
     let began = Instant::now();
     let until = began + Duration::from_secs(seconds);
@@ -1010,12 +936,7 @@ async fn chaos_soak() {
     let mut refused = 0;
     let mut read_back = 0;
     for writer in writers {
-        let w = writer.await.expect("writer");
-        assert!(
-            w.unseen.is_empty(),
-            "a read right after the write missed it: {:?}",
-            w.unseen
-        );
+        let w = finished(writer).await;
         acked.extend(w.acked);
         for (code, message) in &w.failures {
             assert!(
@@ -1044,11 +965,6 @@ async fn chaos_soak() {
         })
         .collect();
     recoveries.sort();
-    let percentile = |p: f64| {
-        recoveries
-            .get(((recoveries.len() as f64 * p).ceil() as usize).saturating_sub(1))
-            .map_or(0.0, Duration::as_secs_f64)
-    };
     let api = apis.remove(0);
     let mut summary = Vec::new();
     for (i, seen) in watches.iter().enumerate() {
@@ -1073,11 +989,11 @@ async fn chaos_soak() {
     eprintln!(
         "chaos soak (seed {seed}, {seconds} s): faults {kinds:?}; {} writes acknowledged, 0 \
          lost, 0 delivered twice, 0 missed by a watch; {read_back} read back right after \
-         the write, 0 missed; {refused} refused while a fault lasted; recovery (longest pause in acknowledged writes per fault) p50 {:.2} s, p99 \
-         {:.2} s, max {:.2} s; {}",
+         the write, 0 missed; {refused} refused while a fault lasted; recovery (longest \
+         pause in acknowledged writes per fault) p50 {:.2} s, p99 {:.2} s, max {:.2} s; {}",
         acked.len(),
-        percentile(0.5),
-        percentile(0.99),
+        percentile(&recoveries, 0.5).as_secs_f64(),
+        percentile(&recoveries, 0.99).as_secs_f64(),
         recoveries.last().map_or(0.0, Duration::as_secs_f64),
         summary.join("; ")
     );

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::auth::token_file;
 use common::kubectl::Kubectl;
+use common::percentile;
 use common::raw::{self, RawResponse};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -354,14 +355,6 @@ async fn timed_get(client: &kube::Client, path: &str) -> (u16, Duration) {
         Err(_) => 0,
     };
     (code, started.elapsed())
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((sorted.len() as f64) * p).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// Fairness under a flood: one user floods a small priority level with 32

@@ -12,59 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::Server;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use common::tls::{AcceptAny, provider};
+use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
-
-/// Accepts any server certificate: the test is about HTTP/2 framing.
-#[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
 
 /// An HTTP/2 connection to the server over TLS.
 async fn h2_connection(
@@ -73,12 +23,11 @@ async fn h2_connection(
     h2::client::SendRequest<bytes::Bytes>,
     tokio::task::JoinHandle<Result<(), h2::Error>>,
 ) {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider.clone())
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .expect("versions")
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+        .with_custom_certificate_verifier(Arc::new(AcceptAny(provider())))
         .with_no_client_auth();
     config.alpn_protocols = vec![b"h2".to_vec()];
     let tcp = TcpStream::connect(("127.0.0.1", port))

@@ -4,75 +4,21 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::tls::{AcceptAny, Ca, provider, write_atomically};
 use common::{Server, free_port};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Accepts any server certificate (the tests compare which one was served).
-#[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
 
 /// What a handshake negotiated.
 struct Handshake {
     alpn: Option<Vec<u8>>,
     leaf: Vec<u8>,
     version: Option<rustls::ProtocolVersion>,
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// Connects to 127.0.0.1:`port` asking for `name` (SNI for DNS names) and
@@ -239,56 +185,6 @@ async fn self_signed_certificate_covers_the_advertise_address() {
     handshake(server.port, "127.0.0.2", &[], Some(&ca))
         .await
         .expect("127.0.0.2 is a name of the serving certificate");
-}
-
-/// A test CA issuing serving certificates.
-struct Ca {
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-    pem: String,
-}
-
-impl Ca {
-    fn new(name: &str) -> Ca {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::DigitalSignature,
-        ];
-        let cert = params.self_signed(&key).expect("ca");
-        Ca {
-            pem: cert.pem(),
-            issuer: rcgen::Issuer::new(params, key),
-        }
-    }
-
-    /// Writes `<stem>.crt` (leaf and CA) and `<stem>.key`; returns the
-    /// paths and the leaf DER.
-    fn serving(&self, dir: &Path, stem: &str, names: &[&str]) -> (PathBuf, PathBuf, Vec<u8>) {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params =
-            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-                .expect("params");
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, stem);
-        let cert = params.signed_by(&key, &self.issuer).expect("cert");
-        let crt = dir.join(format!("{stem}.crt"));
-        let kf = dir.join(format!("{stem}.key"));
-        write_atomically(&kf, key.serialize_pem().as_bytes());
-        write_atomically(&crt, format!("{}{}", cert.pem(), self.pem).as_bytes());
-        (crt, kf, cert.der().to_vec())
-    }
-}
-
-fn write_atomically(path: &Path, contents: &[u8]) {
-    let tmp = path.with_extension("new");
-    std::fs::write(&tmp, contents).expect("write");
-    std::fs::rename(&tmp, path).expect("rename");
 }
 
 async fn served_leaf(port: u16, name: &str) -> Vec<u8> {

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod etcd_cluster;
 pub mod kubectl;
 pub mod raw;
+pub mod tls;
 pub mod webhook;
 
 use std::net::TcpListener;
@@ -15,6 +16,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// The `p` quantile (0..=1, nearest rank) of `sorted` durations; zero when
+/// there are none.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64) * p).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
 
 /// A running `apiforge serve`. Killed (SIGKILL) on drop.
 pub struct Server {
