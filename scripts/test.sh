@@ -33,8 +33,8 @@ cargo test --locked -p apiforge-runtime --features testing 2>&1 | tee -a target/
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' target/test-output.log
 echo "== apiforge init: a generated project builds, tests, serves, and kubectl uses it"
 ./scripts/scaffold-check.sh
-echo "== fuzzing: every fuzz target for 20 s from its seed corpus (a crash fails the run)"
-./scripts/fuzz.sh 20
+echo "== fuzzing: every fuzz target for 15 s from its seed corpus (a crash fails the run)"
+./scripts/fuzz.sh 15
 # Benchmark smoke test: the quick benchmark must run (a scenario that cannot
 # run exits non-zero and fails CI), but missed performance targets are only
 # reported: timings on shared CI machines are too noisy to gate on.

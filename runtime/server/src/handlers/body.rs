@@ -114,32 +114,36 @@ async fn read_decoded<T>(
 /// The stack of a YAML decoding thread: the YAML deserializer takes far
 /// more stack per nesting level than a runtime worker thread has (an
 /// unoptimized build overflows 2 MiB below 100 levels).
-pub(super) const YAML_DECODE_STACK_BYTES: usize = 16 << 20;
+pub const YAML_DECODE_STACK_BYTES: usize = 16 << 20;
 
-/// Decodes a YAML body on a thread with a large stack, nesting at most as
-/// deep as the JSON decoder allows (serde_json's 128 levels), so no body
-/// can exhaust the stack, and expanding aliases only within a budget (so
-/// no "billion laughs" body can exhaust memory).
+/// Decodes a YAML body on a thread with a large stack (see
+/// [`yaml_to_json`]), so no body can exhaust a runtime worker's stack.
 pub(super) async fn decode_yaml(text: String) -> Result<Value, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("yaml-decode".into())
         .stack_size(YAML_DECODE_STACK_BYTES)
         .spawn(move || {
-            let mut budget = serde_saphyr::Budget::default();
-            budget.max_depth = 128;
-            // Alias expansion (replays count as nodes and scalar bytes) is
-            // bounded before it allocates: at most as much scalar text as
-            // a body may hold, and the parser's 250,000 nodes.
-            budget.max_total_scalar_bytes = MAX_REQUEST_BODY_BYTES;
-            let mut options = serde_saphyr::Options::default();
-            options.budget = Some(budget);
-            let decoded = serde_saphyr::from_str_with_options::<Value>(&text, options)
-                .map_err(|e| e.to_string());
-            let _ = tx.send(decoded);
+            let _ = tx.send(yaml_to_json(&text));
         })
         .map_err(|e| e.to_string())?;
     rx.await.map_err(|e| e.to_string())?
+}
+
+/// Decodes a YAML document into JSON, nesting at most as deep as the JSON
+/// decoder allows (serde_json's 128 levels) and expanding aliases only
+/// within a budget, so no "billion laughs" body can exhaust memory. Needs a
+/// thread with a stack of [`YAML_DECODE_STACK_BYTES`].
+pub fn yaml_to_json(text: &str) -> Result<Value, String> {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = 128;
+    // Alias expansion (replays count as nodes and scalar bytes) is
+    // bounded before it allocates: at most as much scalar text as a body
+    // may hold, and the parser's 250,000 nodes.
+    budget.max_total_scalar_bytes = MAX_REQUEST_BODY_BYTES;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    serde_saphyr::from_str_with_options::<Value>(text, options).map_err(|e| e.to_string())
 }
 
 /// Checks the body's `apiVersion` and `kind` (each defaulted from the

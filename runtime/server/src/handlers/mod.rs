@@ -28,6 +28,7 @@ mod tests;
 mod update;
 mod watch;
 
+pub use body::{YAML_DECODE_STACK_BYTES, yaml_to_json};
 use body::read_body_limited;
 use create::create;
 use delete::{delete, delete_options};

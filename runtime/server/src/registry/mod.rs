@@ -9,6 +9,7 @@
 //! every read.
 
 pub mod cache;
+pub mod continue_token;
 mod hooks;
 pub mod informer;
 mod lifecycle;
@@ -30,7 +31,6 @@ pub use stores::Stores;
 
 use std::sync::Arc;
 
-use base64::Engine;
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -127,13 +127,6 @@ pub struct Preconditions {
     pub uid: Option<String>,
     /// The object's resourceVersion must be this.
     pub resource_version: Option<String>,
-}
-
-#[derive(serde::Serialize, serde::Deserialize)]
-struct ContinueToken {
-    v: String,
-    rv: Revision,
-    start: String,
 }
 
 impl Store {
@@ -542,13 +535,13 @@ impl Store {
         let prefix = self.collection_prefix(namespace);
         let (snapshot, start) = match &params.continue_token {
             Some(token) => {
-                let t = decode_continue(token, &prefix)?;
+                let t = continue_token::decode(token, &prefix)?;
                 // A snapshot older than the storage compaction is gone, as
                 // kube-apiserver's cache drops snapshots on compaction:
                 // storage then answers 410 with an inconsistent continuation.
                 let compacted = self.storage.compacted_revision().await.unwrap_or_default();
-                match cache.snapshot_at(t.rv) {
-                    Some(s) if t.rv >= compacted => (s, Some(t.start)),
+                match cache.snapshot_at(t.revision) {
+                    Some(s) if t.revision >= compacted => (s, Some(t.start)),
                     _ => return Ok(None),
                 }
             }
@@ -589,7 +582,11 @@ impl Store {
         if params.limit > 0 && page.items.len() >= params.limit {
             let rest: Vec<&Arc<cache::CachedObject>> = iter.collect();
             if let Some(next) = rest.first() {
-                page.continue_token = Some(encode_continue(snapshot.revision, &next.key, &prefix));
+                page.continue_token = Some(continue_token::encode(
+                    snapshot.revision,
+                    &next.key,
+                    &prefix,
+                ));
                 if !filtered {
                     page.remaining = Some(rest.len() as i64);
                 }
@@ -607,10 +604,10 @@ impl Store {
         let prefix = self.collection_prefix(namespace);
         let (revision, start_key) = match &params.continue_token {
             Some(token) => {
-                let t = decode_continue(token, &prefix)?;
+                let t = continue_token::decode(token, &prefix)?;
                 // -1: the inconsistent continuation handed out with a 410
                 // (see `continue_expired`), read at the latest revision.
-                (t.rv.max(0), Some(t.start))
+                (t.revision.max(0), Some(t.start))
             }
             None => {
                 let rv = match params.resource_version {
@@ -636,7 +633,7 @@ impl Store {
                 .await
                 .map_err(|e| match e {
                     storage::Error::Compacted { .. } if params.continue_token.is_some() => {
-                        continue_expired(start_key.as_deref().unwrap_or_default(), &prefix)
+                        continue_token::expired(start_key.as_deref().unwrap_or_default(), &prefix)
                     }
                     storage::Error::Compacted { .. } => {
                         Status::expired("The resourceVersion for the provided list is too old.")
@@ -660,7 +657,7 @@ impl Store {
                         .fill_page(page, &prefix, result.revision, Some(next), params)
                         .await;
                 }
-                page.continue_token = Some(encode_continue(result.revision, &next, &prefix));
+                page.continue_token = Some(continue_token::encode(result.revision, &next, &prefix));
                 if !filtered {
                     page.remaining = Some(result.remaining);
                 }
@@ -702,7 +699,7 @@ impl Store {
             }
             let next = format!("{}\u{0}", last_key.unwrap_or_default());
             if page.items.len() >= params.limit {
-                page.continue_token = Some(encode_continue(revision, &next, prefix));
+                page.continue_token = Some(continue_token::encode(revision, &next, prefix));
                 return Ok(page);
             }
             start_key = Some(next);
@@ -1430,54 +1427,4 @@ pub fn field_value(obj: &Value, path: &str) -> Option<String> {
         Value::Null => None,
         other => Some(other.to_string()),
     }
-}
-
-fn encode_continue(rv: Revision, start: &str, prefix: &str) -> String {
-    let start = start.strip_prefix(prefix).unwrap_or(start);
-    let token = ContinueToken {
-        v: "meta.k8s.io/v1".into(),
-        rv,
-        start: start.into(),
-    };
-    let json = serde_json::to_vec(&token).unwrap_or_default();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
-}
-
-/// The 410 for a continue token whose revision was compacted away, as
-/// kube-apiserver's etcd3 store answers it: the message offers an
-/// inconsistent continuation, and `metadata.continue` carries it (the same
-/// start key at resourceVersion -1, i.e. read at the latest revision).
-fn continue_expired(start: &str, prefix: &str) -> ApiError {
-    let mut status = Status::expired(concat!(
-        "The provided continue parameter is too old to display a consistent list result. ",
-        "You can start a new list without the continue parameter, or use the continue token ",
-        "in this response to retrieve the remainder of the results. Continuing with the ",
-        "provided token results in an inconsistent list - objects that were created, ",
-        "modified, or deleted between the time the first chunk was returned and now may ",
-        "show up in the list."
-    ));
-    status.metadata.continue_ = encode_continue(-1, start, prefix);
-    status.into()
-}
-
-fn decode_continue(token: &str, prefix: &str) -> ApiResult<ContinueToken> {
-    let invalid = || {
-        ApiError::from(Status::bad_request(
-            "invalid continue token: continue key is not valid",
-        ))
-    };
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| invalid())?;
-    let mut t: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    if t.v != "meta.k8s.io/v1"
-        || t.rv == 0
-        || t.rv < -1
-        || t.start.contains("..")
-        || t.start.starts_with('/')
-    {
-        return Err(invalid());
-    }
-    t.start = format!("{prefix}{}", t.start);
-    Ok(t)
 }
