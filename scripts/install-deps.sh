@@ -5,6 +5,8 @@
 #   etcd        (the etcd3 storage backend's tests start a throwaway etcd)
 #   mdbook      (the user guide is built and its links checked)
 #   cargo-fuzz  (scripts/fuzz.sh runs the fuzz targets)
+#   schemathesis (scripts/schemathesis.sh; from PyPI into a virtualenv under
+#                ~/.local/share/apiforge/schemathesis)
 # kubectl is expected on the machine (the smoke tests say so clearly if it is missing).
 # Idempotent: does nothing when everything is there.
 # Usage: install-deps.sh [--build-only]   (--build-only: just what building needs)
@@ -49,7 +51,23 @@ if [ $build_only -eq 0 ] && ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO
   cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --quiet
 fi
 
+# Schemathesis tests the served OpenAPI documents (scripts/schemathesis.sh).
+SCHEMATHESIS_VERSION=4.32.5
+SCHEMATHESIS_VENV=$HOME/.local/share/apiforge/schemathesis
+if [ $build_only -eq 0 ] && ! "$SCHEMATHESIS_VENV/bin/st" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+  echo "install-deps: installing schemathesis $SCHEMATHESIS_VERSION with pip into $SCHEMATHESIS_VENV" >&2
+  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+  fi
+  rm -rf "$SCHEMATHESIS_VENV"
+  python3 -m venv "$SCHEMATHESIS_VENV"
+  "$SCHEMATHESIS_VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
 command -v protoc >/dev/null || { echo "install-deps: protoc is still missing" >&2; exit 1; }
 if [ $build_only -eq 0 ]; then
   command -v etcd >/dev/null || { echo "install-deps: etcd is still missing" >&2; exit 1; }
+  "$SCHEMATHESIS_VENV/bin/st" --version >/dev/null || { echo "install-deps: schemathesis is still missing" >&2; exit 1; }
 fi

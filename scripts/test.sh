@@ -35,11 +35,14 @@ echo "== apiforge init: a generated project builds, tests, serves, and kubectl u
 ./scripts/scaffold-check.sh
 echo "== fuzzing: every fuzz target for 15 s from its seed corpus (a crash fails the run)"
 ./scripts/fuzz.sh 15
+echo "== cargo build --release (the binary Schemathesis and the benchmark run)"
+cargo build --release --locked -p apiforge -p apiforge-bench
+echo "== schemathesis: every served OpenAPI v3 document for 15 s (no 5xx, responses as documented)"
+./scripts/schemathesis.sh 15
 # Benchmark smoke test: the quick benchmark must run (a scenario that cannot
 # run exits non-zero and fails CI), but missed performance targets are only
 # reported: timings on shared CI machines are too noisy to gate on.
 echo "== apiforge-bench --quick (smoke test; targets reported, not enforced)"
-cargo build --release --locked -p apiforge -p apiforge-bench
 target/release/apiforge-bench --quick --json target/bench-quick.json | tee target/bench-quick.txt
 awk -F'|' 'NF > 2 { v = $(NF-1); gsub(/ /, "", v); if (v == "pass") p++; else if (v == "FAIL") f++ }
     END { printf "benchmark targets: %d met, %d missed (not enforced)\n", p, f }' target/bench-quick.txt
