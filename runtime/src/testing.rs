@@ -615,6 +615,10 @@ impl Storage for Faults {
         self.inner.request_progress().await
     }
 
+    async fn size_bytes(&self) -> apiforge_storage::Result<Option<(String, i64)>> {
+        self.inner.size_bytes().await
+    }
+
     async fn request_progress_for(&self, prefix: &str) -> apiforge_storage::Result<()> {
         self.inner.request_progress_for(prefix).await
     }

@@ -341,15 +341,36 @@ impl Client {
         })
     }
 
+    /// Counts one exchange in `rest_client_requests_total`.
+    fn count<E>(
+        &self,
+        method: &http::Method,
+        result: &Result<Result<(http::StatusCode, Bytes), String>, E>,
+    ) {
+        let status = match result {
+            Ok(Ok((status, _))) => Some(*status),
+            _ => None,
+        };
+        let url = self.url();
+        let host = url
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|u| u.authority().map(|a| a.to_string()))
+            .unwrap_or_default();
+        crate::metrics::global().count_client_request(status, method, &host);
+    }
+
     /// GETs the URL once; the answer's status and body.
     pub async fn get(&self) -> Result<(http::StatusCode, Bytes), Error> {
         let transport = |message: String| Error::Transport {
             url: self.url(),
             message,
         };
-        match tokio::time::timeout(self.timeout, self.exchange(http::Method::GET, Bytes::new()))
-            .await
-        {
+        let result =
+            tokio::time::timeout(self.timeout, self.exchange(http::Method::GET, Bytes::new()))
+                .await;
+        self.count(&http::Method::GET, &result);
+        match result {
             Ok(result) => result.map_err(transport),
             Err(_) => Err(transport(
                 "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into(),
@@ -363,7 +384,10 @@ impl Client {
             url: self.url(),
             message,
         };
-        match tokio::time::timeout(self.timeout, self.exchange(http::Method::POST, body)).await {
+        let result =
+            tokio::time::timeout(self.timeout, self.exchange(http::Method::POST, body)).await;
+        self.count(&http::Method::POST, &result);
+        match result {
             Ok(result) => result.map_err(transport),
             Err(_) => Err(transport(
                 "context deadline exceeded (Client.Timeout exceeded while awaiting headers)".into(),

@@ -322,6 +322,14 @@ pub trait Storage: Send + Sync + 'static {
         ))
     }
 
+    /// The size of the backend's database, physically allocated, in bytes,
+    /// with an id of the database (`apiserver_storage_size_bytes` and its
+    /// `storage_cluster_id` label: etcd's cluster id in hex). `None` when
+    /// the backend cannot tell (the default).
+    async fn size_bytes(&self) -> Result<Option<(String, i64)>> {
+        Ok(None)
+    }
+
     /// The name of the backend's health check (`/livez/<name>`,
     /// `/readyz/<name>`): `etcd` as kube-apiserver's.
     fn health_check_name(&self) -> &'static str {

@@ -165,6 +165,10 @@ impl Storage for Metered {
         self.inner.watch_reconnecting()
     }
 
+    async fn size_bytes(&self) -> Result<Option<(String, i64)>> {
+        self.inner.size_bytes().await
+    }
+
     fn health_check_name(&self) -> &'static str {
         self.inner.health_check_name()
     }

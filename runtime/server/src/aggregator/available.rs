@@ -26,6 +26,7 @@
 //! condition. The local APIServices' verdict (the same everywhere, written
 //! only when it changes) is settled by every replica at start-up.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,6 +56,8 @@ pub async fn run(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut last_full = Instant::now() - RESYNC;
+    // The APIServices in `aggregator_unavailable_apiservice`.
+    let mut reported: HashSet<String> = HashSet::new();
     loop {
         if !leading.is_leading() {
             tokio::select! {
@@ -69,11 +72,20 @@ pub async fn run(
         let mut any_unavailable = false;
         match list_all(&store).await {
             Ok(items) => {
+                let mut names = HashSet::new();
                 for api in items {
                     let verdict = check(&aggregator, &api).await;
                     any_unavailable |= verdict.0 != "True";
+                    record(&api, &verdict);
+                    names.insert(api.metadata.name.clone());
                     write(&store, &api, verdict).await;
                 }
+                for gone in reported.difference(&names) {
+                    let _ = crate::metrics::global()
+                        .unavailable_apiservice
+                        .remove_label_values(&[gone.as_str()]);
+                }
+                reported = names;
             }
             Err(e) => tracing::warn!(error = %e, "apiservices could not be listed"),
         }
@@ -98,6 +110,7 @@ pub async fn settle_local(aggregator: &Aggregator, store: &Store) -> Result<(), 
     for api in list_all(store).await? {
         if api.spec.service.is_none() {
             let verdict = check(aggregator, &api).await;
+            record(&api, &verdict);
             write(store, &api, verdict).await;
         }
     }
@@ -294,6 +307,31 @@ async fn endpoint_slices(
             ..Default::default()
         })
         .collect())
+}
+
+/// kube-aggregator's availability metrics: `aggregator_unavailable_apiservice`
+/// (1 while unavailable) and, when an APIService becomes unavailable,
+/// `aggregator_unavailable_apiservice_total{reason}`.
+fn record(api: &APIService, (status, reason, _): &Verdict) {
+    let metrics = crate::metrics::global();
+    let name = api.metadata.name.as_str();
+    let unavailable = *status != "True";
+    metrics
+        .unavailable_apiservice
+        .with_label_values(&[name])
+        .set(i64::from(unavailable));
+    let was_available = api.available().is_none_or(|c| c.status == "True");
+    if unavailable && was_available {
+        let reason = if reason.is_empty() {
+            "UnknownReason"
+        } else {
+            reason
+        };
+        metrics
+            .unavailable_apiservice_total
+            .with_label_values(&[name, reason])
+            .inc();
+    }
 }
 
 /// Writes the verdict into the APIService's `Available` condition when it

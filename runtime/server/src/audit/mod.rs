@@ -98,6 +98,7 @@ impl Auditor {
     }
 
     async fn emit(&self, event: &Event) {
+        crate::metrics::global().audit_events.inc();
         for b in &self.backends {
             match b {
                 Backend::Log(log) => log.write(event),

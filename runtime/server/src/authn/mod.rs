@@ -258,10 +258,11 @@ impl Authenticator {
             }
         }
         if let (Some(verifier), Some(cert)) = (&self.x509, cert) {
-            let subject = cert
-                .verified_by(verifier.as_ref())
-                .then(|| x509::subject(cert.leaf()))
-                .flatten();
+            let verified = cert.verified_by(verifier.as_ref());
+            if verified {
+                observe_certificate_expiration(cert);
+            }
+            let subject = verified.then(|| x509::subject(cert.leaf())).flatten();
             match subject {
                 Some(subject) if !subject.common_name.is_empty() => {
                     let mut user = UserInfo {
@@ -400,6 +401,20 @@ fn bearer_token(headers: &HeaderMap) -> Option<String> {
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `apiserver_client_certificate_expiration_seconds`: how long the verified
+/// client certificate of a request has left.
+fn observe_certificate_expiration(cert: &ClientCertificate) {
+    let leaf = rustls::pki_types::CertificateDer::from(cert.leaf());
+    if let Some(not_after) = crate::server::tls::not_after(&leaf) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        crate::metrics::global()
+            .client_certificate_expiration
+            .observe(not_after.saturating_sub(now) as f64);
+    }
 }
 
 #[cfg(test)]

@@ -135,6 +135,10 @@ impl Policy {
 
 #[async_trait::async_trait]
 impl Authorize for PolicyList {
+    fn metric_type(&self) -> &'static str {
+        "ABAC"
+    }
+
     async fn authorize(
         &self,
         attrs: &Attributes,

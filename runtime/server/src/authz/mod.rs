@@ -98,6 +98,13 @@ pub trait Authorize: Send + Sync {
     /// Decides on `attrs`, with a human-readable reason; an error counts as
     /// no opinion.
     async fn authorize(&self, attrs: &Attributes) -> Result<(Decision, String), EvaluationError>;
+
+    /// The authorizer's type in `apiserver_authorization_decisions_total`
+    /// (the `--authorization-mode` it comes from; its lower case is the
+    /// `name`, as upstream names authorizers configured by flags).
+    fn metric_type(&self) -> &'static str {
+        "Custom"
+    }
 }
 
 /// The union's verdict on a request.
@@ -194,6 +201,10 @@ struct AlwaysAllow;
 
 #[async_trait::async_trait]
 impl Authorize for AlwaysAllow {
+    fn metric_type(&self) -> &'static str {
+        "AlwaysAllow"
+    }
+
     async fn authorize(&self, _: &Attributes) -> Result<(Decision, String), EvaluationError> {
         Ok((Decision::Allow, String::new()))
     }
@@ -203,6 +214,10 @@ struct AlwaysDeny;
 
 #[async_trait::async_trait]
 impl Authorize for AlwaysDeny {
+    fn metric_type(&self) -> &'static str {
+        "AlwaysDeny"
+    }
+
     async fn authorize(&self, _: &Attributes) -> Result<(Decision, String), EvaluationError> {
         Ok((Decision::NoOpinion, "Everything is forbidden.".into()))
     }
@@ -312,6 +327,7 @@ impl Authorizer {
         for a in &self.chain {
             match a.authorize(attrs).await {
                 Ok((decision @ (Decision::Allow | Decision::Deny), reason)) => {
+                    record_decision(&**a, decision);
                     return Verdict {
                         decision,
                         reason,
@@ -342,6 +358,20 @@ impl Authorizer {
             (_, reason) => Err(forbidden(attrs, &reason).into()),
         }
     }
+}
+
+/// `apiserver_authorization_decisions_total` of a terminal decision.
+fn record_decision(authorizer: &dyn Authorize, decision: Decision) {
+    let ty = authorizer.metric_type();
+    let decision = if decision == Decision::Allow {
+        "allowed"
+    } else {
+        "denied"
+    };
+    crate::metrics::global()
+        .authorization_decisions
+        .with_label_values(&[ty, &ty.to_ascii_lowercase(), decision])
+        .inc();
 }
 
 /// Kubernetes' description of what was refused: `User "bob" cannot list

@@ -508,6 +508,10 @@ impl Rbac {
 
 #[async_trait::async_trait]
 impl Authorize for Rbac {
+    fn metric_type(&self) -> &'static str {
+        "RBAC"
+    }
+
     async fn authorize(
         &self,
         attrs: &Attributes,

@@ -139,6 +139,10 @@ pub fn review_spec(attrs: &Attributes) -> Value {
 
 #[async_trait::async_trait]
 impl Authorize for SubjectAccessWebhook {
+    fn metric_type(&self) -> &'static str {
+        "Webhook"
+    }
+
     async fn authorize(&self, attrs: &Attributes) -> Result<(Decision, String), EvaluationError> {
         let spec = review_spec(attrs);
         let key = spec.to_string();

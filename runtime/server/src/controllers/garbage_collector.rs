@@ -31,7 +31,7 @@ mod graph;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::Value;
@@ -177,8 +177,9 @@ enum Outcome {
 
 /// A work queue as client-go's: an item is queued at most once, and an
 /// item added while a worker has it runs again after that worker is done.
-#[derive(Default)]
+/// Its `workqueue_*` metrics carry its `name`, as client-go's.
 struct Queue {
+    name: &'static str,
     state: Mutex<QueueState>,
     ready: Notify,
 }
@@ -190,21 +191,42 @@ struct QueueState {
     active: HashSet<String>,
     dirty: HashSet<String>,
     failures: HashMap<String, u32>,
+    /// When each queued item was added; when each active item was taken.
+    since: HashMap<String, Instant>,
 }
 
 impl Queue {
+    fn new(name: &'static str) -> Self {
+        crate::metrics::global()
+            .workqueue_depth
+            .with_label_values(&[name])
+            .set(0);
+        Queue {
+            name,
+            state: Mutex::default(),
+            ready: Notify::new(),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn add(&self, uid: String) {
+        let metrics = crate::metrics::global();
+        metrics.workqueue_adds.with_label_values(&[self.name]).inc();
         let mut state = self.lock();
         if state.active.contains(&uid) {
             state.dirty.insert(uid);
             return;
         }
         if state.queued.insert(uid.clone()) {
+            state.since.insert(uid.clone(), Instant::now());
             state.order.push_back(uid);
+            metrics
+                .workqueue_depth
+                .with_label_values(&[self.name])
+                .inc();
             drop(state);
             self.ready.notify_one();
         }
@@ -217,6 +239,17 @@ impl Queue {
                 if let Some(uid) = state.order.pop_front() {
                     state.queued.remove(&uid);
                     state.active.insert(uid.clone());
+                    let metrics = crate::metrics::global();
+                    metrics
+                        .workqueue_depth
+                        .with_label_values(&[self.name])
+                        .dec();
+                    if let Some(added) = state.since.insert(uid.clone(), Instant::now()) {
+                        metrics
+                            .workqueue_queue_duration
+                            .with_label_values(&[self.name])
+                            .observe(added.elapsed().as_secs_f64());
+                    }
                     if !state.order.is_empty() {
                         self.ready.notify_one();
                     }
@@ -229,8 +262,15 @@ impl Queue {
 
     /// Marks `uid` done; with `retry`, adds it again after its backoff.
     fn done(self: &Arc<Self>, uid: &str, retry: bool) {
+        let metrics = crate::metrics::global();
         let mut state = self.lock();
         state.active.remove(uid);
+        if let Some(taken) = state.since.remove(uid) {
+            metrics
+                .workqueue_work_duration
+                .with_label_values(&[self.name])
+                .observe(taken.elapsed().as_secs_f64());
+        }
         let again = state.dirty.remove(uid);
         if !retry {
             state.failures.remove(uid);
@@ -240,6 +280,10 @@ impl Queue {
             }
             return;
         }
+        metrics
+            .workqueue_retries
+            .with_label_values(&[self.name])
+            .inc();
         let failures = state.failures.entry(uid.to_string()).or_insert(0);
         let delay = RETRY_BASE
             .saturating_mul(2u32.saturating_pow((*failures).min(20)))
@@ -300,8 +344,8 @@ impl GarbageCollector {
         GarbageCollector {
             kinds,
             graph: Arc::new(Mutex::new(Graph::default())),
-            deletes: Arc::new(Queue::default()),
-            orphans: Arc::new(Queue::default()),
+            deletes: Arc::new(Queue::new("garbage_collector_attempt_to_delete")),
+            orphans: Arc::new(Queue::new("garbage_collector_attempt_to_orphan")),
         }
     }
 

@@ -491,12 +491,35 @@ impl ApiServer {
                 store.storage().count(store.prefix()),
             )
             .await;
-            if let Ok(Ok(n)) = count {
-                crate::metrics::global()
-                    .storage_objects
-                    .with_label_values(&[resource.as_str()])
-                    .set(n);
-            }
+            // -1 when the count failed, as upstream.
+            let n = match count {
+                Ok(Ok(n)) => n,
+                _ => -1,
+            };
+            let metrics = crate::metrics::global();
+            metrics
+                .storage_objects
+                .with_label_values(&[resource.as_str()])
+                .set(n);
+            metrics
+                .resource_objects
+                .with_label_values(&[info.group, info.plural])
+                .set(n);
+        }
+        let storage = self
+            .served
+            .stores
+            .iter()
+            .next()
+            .map(|(s, _)| s.storage().clone());
+        if let Some(storage) = storage
+            && let Ok(Ok(Some((id, bytes)))) =
+                tokio::time::timeout(Duration::from_secs(2), storage.size_bytes()).await
+        {
+            crate::metrics::global()
+                .storage_size_bytes
+                .with_label_values(&[id.as_str()])
+                .set(bytes);
         }
     }
 

@@ -29,11 +29,28 @@ pub async fn filter(
     next: impl super::Next,
 ) -> axum::response::Response {
     let cert = req.extensions().get::<ClientCertificate>().cloned();
-    match state
+    let started = std::time::Instant::now();
+    let outcome = state
         .authenticator
         .authenticate(req.headers_mut(), cert.as_ref())
-        .await
-    {
+        .await;
+    // Upstream's `authentication_attempts` results: a refused credential
+    // is a failure, anything else that stopped authentication an error.
+    let result = match &outcome {
+        Ok(_) => "success",
+        Err(e) if e.code() == 401 => "failure",
+        Err(_) => "error",
+    };
+    let metrics = crate::metrics::global();
+    metrics
+        .authentication_attempts
+        .with_label_values(&[result])
+        .inc();
+    metrics
+        .authentication_duration
+        .with_label_values(&[result])
+        .observe(started.elapsed().as_secs_f64());
+    match outcome {
         Ok(user) => {
             tracing::Span::current().record("user", user.name.as_str());
             req.extensions_mut().insert(Arc::new(user));

@@ -54,7 +54,7 @@ pub async fn filter(limits: &Limits, req: Request, next: impl super::Next) -> Re
     {
         return next.run(req).await;
     }
-    let read_only = matches!(info.verb.as_str(), "get" | "list" | "watch" | "head");
+    let read_only = crate::request::info::is_read_only(info);
     let (bucket, kind) = if read_only {
         (&limits.read_only, crate::metrics::READ_ONLY)
     } else {
@@ -70,7 +70,7 @@ pub async fn filter(limits: &Limits, req: Request, next: impl super::Next) -> Re
                 retry_after_seconds: Some(1),
                 ..Default::default()
             });
-        return crate::request::response::status_response(status);
+        return crate::metrics::terminated(crate::request::response::status_response(status));
     };
     let _in_flight =
         crate::metrics::GaugeGuard::new(crate::metrics::global().current_inflight(kind));

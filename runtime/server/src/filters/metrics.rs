@@ -1,6 +1,11 @@
 //! Request metrics (the generic apiserver's `InstrumentRouteFunc`):
 //! `apiserver_request_total` and `apiserver_request_duration_seconds` for
-//! every request, with kube-apiserver's labels; watches (long-running) are
+//! every request, with kube-apiserver's labels;
+//! `apiserver_request_sli_duration_seconds` (less the time queued by flow
+//! control and spent in admission webhooks, not for dry runs);
+//! `apiserver_request_terminations_total` for responses the server made to
+//! end a request (timeouts, flow control's 429s);
+//! `apiserver_response_sizes` of GET and LIST; watches (long-running) are
 //! counted in `apiserver_longrunning_requests` while their stream lasts.
 
 use std::borrow::Cow;
@@ -77,7 +82,8 @@ pub async fn filter(req: Request, next: impl super::Next) -> Response {
     let verb = metric_verb(&info, req.method(), apply);
     let scope = metric_scope(&info);
     let long_running = crate::request::info::is_long_running(&info);
-    let resp = next.run(req).await;
+    let tracker = std::sync::Arc::new(crate::metrics::LatencyTracker::default());
+    let resp = crate::metrics::LatencyTracker::scope(tracker.clone(), next.run(req)).await;
 
     let metrics = crate::metrics::global();
     let dry_run = if dry_run { "All" } else { "" };
@@ -103,7 +109,27 @@ pub async fn filter(req: Request, next: impl super::Next) -> Response {
             code,
         ])
         .inc();
+    if resp
+        .extensions()
+        .get::<crate::metrics::Terminated>()
+        .is_some()
+    {
+        metrics
+            .request_terminations
+            .with_label_values(&[
+                &*verb,
+                group,
+                version,
+                resource,
+                subresource,
+                scope,
+                "apiserver",
+                code,
+            ])
+            .inc();
+    }
     if !long_running {
+        let elapsed = started.elapsed();
         metrics
             .request_duration
             .with_label_values(&[
@@ -116,7 +142,25 @@ pub async fn filter(req: Request, next: impl super::Next) -> Response {
                 scope,
                 "apiserver",
             ])
-            .observe(started.elapsed().as_secs_f64());
+            .observe(elapsed.as_secs_f64());
+        let labels = [
+            &*verb,
+            group,
+            version,
+            resource,
+            subresource,
+            scope,
+            "apiserver",
+        ];
+        if dry_run.is_empty() {
+            metrics
+                .request_sli_duration
+                .with_label_values(&labels)
+                .observe(elapsed.saturating_sub(tracker.excluded()).as_secs_f64());
+        }
+        if matches!(&*verb, "GET" | "LIST") {
+            return count_response_size(resp, metrics.response_sizes.with_label_values(&labels));
+        }
         return resp;
     }
     if !resp.status().is_success() {
@@ -138,4 +182,38 @@ pub async fn filter(req: Request, next: impl super::Next) -> Response {
         chunk
     });
     Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// Observes the size of `resp`'s body into `histogram`: at once when its
+/// length is known, else when its stream ends (a paged or chunked list).
+fn count_response_size(resp: Response, histogram: prometheus::Histogram) -> Response {
+    use axum::body::HttpBody as _;
+    if let Some(len) = resp.body().size_hint().exact() {
+        histogram.observe(len as f64);
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let counter = SizeCounter {
+        bytes: 0,
+        histogram,
+    };
+    let stream = body.into_data_stream().scan(counter, |counter, chunk| {
+        if let Ok(bytes) = &chunk {
+            counter.bytes += bytes.len();
+        }
+        std::future::ready(Some(chunk))
+    });
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// Counts a streamed body's bytes; observed when the stream is dropped.
+struct SizeCounter {
+    bytes: usize,
+    histogram: prometheus::Histogram,
+}
+
+impl Drop for SizeCounter {
+    fn drop(&mut self) {
+        self.histogram.observe(self.bytes as f64);
+    }
 }

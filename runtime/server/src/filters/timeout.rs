@@ -57,10 +57,8 @@ pub async fn filter(default: Duration, mut req: Request, next: impl super::Next)
     let handler = std::pin::pin!(next.run(req));
     match tokio::time::timeout_at(deadline, handler).await {
         Ok(resp) => resp,
-        Err(_) => crate::request::response::status_response(crate::request::response::failure(
-            504,
-            "Timeout",
-            TIMEOUT_MESSAGE,
+        Err(_) => crate::metrics::terminated(crate::request::response::status_response(
+            crate::request::response::failure(504, "Timeout", TIMEOUT_MESSAGE),
         )),
     }
 }

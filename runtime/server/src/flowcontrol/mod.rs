@@ -76,6 +76,8 @@ struct Schema {
     dispatched: OnceLock<IntCounter>,
     executing: OnceLock<IntGauge>,
     inqueue: OnceLock<IntGauge>,
+    executing_seats: OnceLock<IntGauge>,
+    inqueue_seats: OnceLock<IntGauge>,
 }
 
 impl Schema {
@@ -105,6 +107,46 @@ impl Schema {
                 .flowcontrol_inqueue
                 .with_label_values(&self.labels())
         })
+    }
+
+    /// Every request takes one seat (there are no wide requests here), so
+    /// the seat gauges move with the request gauges.
+    fn executing_seats(&self) -> &IntGauge {
+        self.executing_seats.get_or_init(|| {
+            crate::metrics::global()
+                .flowcontrol_executing_seats
+                .with_label_values(&self.labels())
+        })
+    }
+
+    fn inqueue_seats(&self) -> &IntGauge {
+        self.inqueue_seats.get_or_init(|| {
+            crate::metrics::global()
+                .flowcontrol_inqueue_seats
+                .with_label_values(&self.labels())
+        })
+    }
+
+    /// The request is executing until the guards drop.
+    fn executing_guards(&self) -> (GaugeGuard, GaugeGuard) {
+        (
+            GaugeGuard::new(self.executing().clone()),
+            GaugeGuard::new(self.executing_seats().clone()),
+        )
+    }
+
+    /// `apiserver_flowcontrol_request_wait_duration_seconds`, and the
+    /// wait left out of the request's SLI duration.
+    fn observe_wait(&self, waited: Duration, executed: bool) {
+        crate::metrics::LatencyTracker::exclude(waited);
+        crate::metrics::global()
+            .flowcontrol_wait
+            .with_label_values(&[
+                self.level.as_str(),
+                self.name.as_str(),
+                if executed { "true" } else { "false" },
+            ])
+            .observe(waited.as_secs_f64());
     }
 }
 
@@ -248,6 +290,10 @@ impl FlowControl {
                         None => Level::new(params),
                     };
                     next_kept.insert(name.clone(), level.clone());
+                    crate::metrics::global()
+                        .flowcontrol_nominal_limit_seats
+                        .with_label_values(&[name.as_str()])
+                        .set(i64::try_from(seats.max(1)).unwrap_or(i64::MAX));
                     Some(level)
                 }
                 ("Exempt", _) => None,
@@ -277,10 +323,19 @@ impl FlowControl {
                     dispatched: OnceLock::new(),
                     executing: OnceLock::new(),
                     inqueue: OnceLock::new(),
+                    executing_seats: OnceLock::new(),
+                    inqueue_seats: OnceLock::new(),
                 }))
             })
             .collect();
         schemas.sort_by(|a, b| (a.precedence, &a.name).cmp(&(b.precedence, &b.name)));
+        // The gauges of every flow schema exist (at 0) from the start.
+        for schema in &schemas {
+            schema.inqueue();
+            schema.inqueue_seats();
+            schema.executing();
+            schema.executing_seats();
+        }
         let config = Arc::new(Config { schemas, levels });
         match self.config.write() {
             Ok(mut c) => *c = config,
@@ -323,7 +378,7 @@ fn rejected(c: &Classification, reason: &str) -> Response {
             ..Default::default()
         },
     );
-    crate::request::response::status_response(status)
+    crate::metrics::terminated(crate::request::response::status_response(status))
 }
 
 /// Classifies `req` and runs `next` (the rest of the chain) on it once it
@@ -354,21 +409,32 @@ where
         }
     };
     let schema = &c.schema;
+    let request_kind = if crate::request::info::is_read_only(info) {
+        crate::metrics::READ_ONLY
+    } else {
+        crate::metrics::MUTATING
+    };
     let mut resp = match &schema.priority.limited {
         None => {
             schema.dispatched().inc();
-            let _executing = GaugeGuard::new(schema.executing().clone());
+            let _executing = schema.executing_guards();
             next(req).await
         }
         Some(level) => {
+            let queued_at = tokio::time::Instant::now();
             let seat = match level.admit(c.flow) {
                 Admission::Seat(seat) => Some(seat),
                 Admission::Rejected => None,
                 Admission::Queued(ticket) => {
-                    let _queued = GaugeGuard::new(schema.inqueue().clone());
+                    let _queued = (
+                        GaugeGuard::new(schema.inqueue().clone()),
+                        GaugeGuard::new(schema.inqueue_seats().clone()),
+                        GaugeGuard::new(crate::metrics::global().current_inqueue(request_kind)),
+                    );
                     match ticket.wait(wait_until).await {
                         Some(seat) => Some(seat),
                         None => {
+                            schema.observe_wait(queued_at.elapsed(), false);
                             let mut resp = rejected(&c, "time-out");
                             set_headers(&mut resp, &c);
                             return resp;
@@ -376,6 +442,7 @@ where
                     }
                 }
             };
+            schema.observe_wait(queued_at.elapsed(), seat.is_some());
             match seat {
                 None => {
                     let reason = if level.params().queues == 0 {
@@ -387,7 +454,7 @@ where
                 }
                 Some(seat) => {
                     schema.dispatched().inc();
-                    let _executing = GaugeGuard::new(schema.executing().clone());
+                    let _executing = schema.executing_guards();
                     let resp = next(req).await;
                     drop(seat);
                     resp

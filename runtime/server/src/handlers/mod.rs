@@ -28,8 +28,8 @@ mod tests;
 mod update;
 mod watch;
 
-pub use body::{YAML_DECODE_STACK_BYTES, yaml_to_json};
 use body::read_body_limited;
+pub use body::{YAML_DECODE_STACK_BYTES, yaml_to_json};
 use create::create;
 use delete::{delete, delete_options};
 use get::get;

@@ -101,6 +101,16 @@ pub(super) async fn watch(ctx: &Ctx<'_>) -> ApiResult<Response> {
         };
         encode_line(ty, &object)
     });
+    let metrics = crate::metrics::global();
+    let labels = [ctx.info.group, ctx.info.version, ctx.info.plural];
+    let (sent, sizes) = (
+        metrics.watch_events.with_label_values(&labels),
+        metrics.watch_event_sizes.with_label_values(&labels),
+    );
+    let lines = lines.inspect(move |line| {
+        sent.inc();
+        sizes.observe(line.len() as f64);
+    });
     let mut shutdown = ctx.served.shutdown.clone();
     let stop = async move {
         let _watcher = watcher;

@@ -707,6 +707,20 @@ impl WatchCache {
         s.last_event = revision;
         s.ready = true;
         drop(s);
+        let metrics = crate::metrics::global();
+        let labels = self.metric_labels();
+        metrics
+            .watch_cache_initializations
+            .with_label_values(&labels)
+            .inc();
+        metrics
+            .watch_cache_resource_version
+            .with_label_values(&labels)
+            .set(revision);
+        metrics
+            .watch_cache_capacity
+            .with_label_values(&labels)
+            .set(i64::try_from(self.opts.window).unwrap_or(i64::MAX));
         self.revision_tx.send_replace(revision);
     }
 
@@ -787,12 +801,16 @@ impl WatchCache {
             }
         }
         s.revision = revision;
+        let mut dispatched = 0u64;
         s.slots.retain(|slot| {
             if !event.object.key.starts_with(&slot.prefix) {
                 return !slot.tx.is_closed();
             }
             match slot.tx.try_send(CacheItem::Event(event.clone())) {
-                Ok(()) => true,
+                Ok(()) => {
+                    dispatched += 1;
+                    true
+                }
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     tracing::warn!(watcher = slot.id, prefix = %slot.prefix, "watcher fell behind and was closed");
                     crate::metrics::global()
@@ -805,8 +823,32 @@ impl WatchCache {
             }
         });
         drop(s);
+        let metrics = crate::metrics::global();
+        let labels = self.metric_labels();
+        metrics
+            .watch_cache_events_received
+            .with_label_values(&labels)
+            .inc();
+        metrics
+            .watch_cache_events_dispatched
+            .with_label_values(&labels)
+            .inc_by(dispatched);
+        metrics
+            .watch_cache_resource_version
+            .with_label_values(&labels)
+            .set(revision);
         self.revision_tx.send_replace(revision);
         Ok(())
+    }
+
+    /// The `group` and `resource` labels of the cache's metrics.
+    pub(crate) fn metric_labels(&self) -> [&str; 2] {
+        let (resource, group) = self
+            .opts
+            .resource
+            .split_once('.')
+            .unwrap_or((self.opts.resource.as_str(), ""));
+        [group, resource]
     }
 
     fn progress(&self, revision: Revision) {

@@ -571,7 +571,9 @@ impl Store {
             ..Default::default()
         };
         let mut iter = snapshot.range(&prefix, start.as_deref());
+        let mut fetched = 0u64;
         for o in iter.by_ref() {
+            fetched += 1;
             if self.matches_cached(o, params) {
                 page.items.push(o.clone());
                 if params.limit > 0 && page.items.len() >= params.limit {
@@ -593,6 +595,21 @@ impl Store {
                 cache.remember(&snapshot);
             }
         }
+        // kube-apiserver's cacher metrics; no index serves lists here.
+        let metrics = crate::metrics::global();
+        let [group, resource] = cache.metric_labels();
+        metrics
+            .cache_list
+            .with_label_values(&[group, resource, ""])
+            .inc();
+        metrics
+            .cache_list_fetched
+            .with_label_values(&[group, resource, ""])
+            .inc_by(fetched);
+        metrics
+            .cache_list_returned
+            .with_label_values(&[group, resource])
+            .inc_by(page.items.len() as u64);
         Ok(Some(page))
     }
 

@@ -179,6 +179,12 @@ pub fn is_long_running(info: &RequestInfo) -> bool {
             ))
 }
 
+/// Whether a request only reads (`request_kind="readOnly"` in the
+/// in-flight and in-queue metrics, and max-in-flight's read-only limit).
+pub fn is_read_only(info: &RequestInfo) -> bool {
+    matches!(info.verb.as_str(), "get" | "list" | "watch" | "head")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -166,6 +166,20 @@ pub async fn run(
     version: VersionInfo,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Error> {
+    crate::metrics::global()
+        .build_info
+        .with_label_values(&[
+            version.major.as_str(),
+            version.minor.as_str(),
+            version.git_version.as_str(),
+            version.git_commit.as_str(),
+            version.git_tree_state.as_str(),
+            version.build_date.as_str(),
+            version.go_version.as_str(),
+            version.compiler.as_str(),
+            version.platform.as_str(),
+        ])
+        .set(1);
     // Created for its owner only: it holds the serving key and the admin
     // credentials (an existing directory keeps the mode it was given).
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
@@ -486,9 +500,13 @@ pub async fn run(
                         Ok(Ok(tls)) => tls,
                         Ok(Err(e)) => {
                             tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            crate::metrics::global().tls_handshake_errors.inc();
                             return;
                         }
-                        Err(_) => return,
+                        Err(_) => {
+                            crate::metrics::global().tls_handshake_errors.inc();
+                            return;
+                        }
                     };
                     // A verified client certificate authenticates every request of the connection.
                     let cert = tls.get_ref().1.peer_certificates().filter(|c| !c.is_empty()).map(|c| {

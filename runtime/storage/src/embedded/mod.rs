@@ -593,6 +593,18 @@ impl Storage for EmbeddedStore {
         "embedded-store"
     }
 
+    /// The database file's allocated size; the id is `embedded`.
+    async fn size_bytes(&self) -> Result<Option<(String, i64)>> {
+        let path = self.inner.dir.join(DB_FILE);
+        let meta = tokio::fs::metadata(&path)
+            .await
+            .map_err(|e| Error::Internal(format!("{}: {e}", path.display())))?;
+        Ok(Some((
+            "embedded".into(),
+            i64::try_from(meta.len()).unwrap_or(i64::MAX),
+        )))
+    }
+
     fn snapshot(&self, dest: &Path) -> Result<snapshot::SnapshotInfo> {
         self.snapshot_to(dest)
     }

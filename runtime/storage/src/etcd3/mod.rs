@@ -1165,6 +1165,20 @@ impl Storage for Etcd3Store {
         Ok(())
     }
 
+    /// etcd's `dbSize` and cluster id, from a member's status.
+    async fn size_bytes(&self) -> Result<Option<(String, i64)>> {
+        let mut maintenance = self.inner.client.maintenance_client();
+        let status = maintenance
+            .status()
+            .await
+            .map_err(|e| Error::Unavailable(e.to_string()))?;
+        let id = status
+            .header()
+            .map(|h| format!("{:x}", h.cluster_id()))
+            .unwrap_or_default();
+        Ok(Some((id, status.db_size())))
+    }
+
     async fn request_progress_for(&self, prefix: &str) -> Result<()> {
         let asked = match self.inner.progress_by_prefix.lock() {
             Ok(mut watches) => {

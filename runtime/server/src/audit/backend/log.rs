@@ -82,6 +82,7 @@ impl LogBackend {
                 Ok(v) => v,
                 Err(e) => {
                     tracing::error!(error = %e, "audit: encoding event failed");
+                    audit_error();
                     return;
                 }
             },
@@ -108,6 +109,7 @@ impl LogBackend {
                         Ok(f) => *file = Some(f),
                         Err(e) => {
                             tracing::error!(error = %e, "audit: opening the log failed");
+                            audit_error();
                             return;
                         }
                     }
@@ -118,6 +120,7 @@ impl LogBackend {
         };
         if let Err(e) = result {
             tracing::error!(error = %e, "audit: writing the log failed");
+            audit_error();
         }
     }
 
@@ -233,6 +236,14 @@ fn legacy_line(e: &Event) -> String {
         quote(&e.request_uri),
         response
     )
+}
+
+/// Counts an event the log backend lost (`apiserver_audit_error_total`).
+fn audit_error() {
+    crate::metrics::global()
+        .audit_errors
+        .with_label_values(&["log"])
+        .inc();
 }
 
 #[cfg(test)]

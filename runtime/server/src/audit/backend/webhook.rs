@@ -65,6 +65,7 @@ async fn send_events(target: &Client, events: &[Event]) {
     let body = match serde_json::to_vec(&EventList::new(events)) {
         Ok(b) => Bytes::from(b),
         Err(e) => {
+            audit_errors(events.len());
             tracing::error!(error = %e, "audit: encoding events failed");
             return;
         }
@@ -75,6 +76,7 @@ async fn send_events(target: &Client, events: &[Event]) {
         Err(e) => Err(e.to_string()),
     };
     if let Err(e) = result {
+        audit_errors(events.len());
         tracing::error!(
             "Error in audit plugin 'webhook' affecting {} audit events: {e}",
             events.len()
@@ -114,6 +116,7 @@ impl WebhookBackend {
         match (&self.queue, self.mode) {
             (Some(queue), _) => {
                 if queue.try_send(event.clone()).is_err() {
+                    audit_errors(1);
                     tracing::error!(
                         audit_id = %event.audit_id,
                         "Error in audit plugin 'webhook' affecting 1 audit events: audit buffer queue blocked"
@@ -142,4 +145,12 @@ async fn run_batches(
         }
         send_events(&target, &batch).await;
     }
+}
+
+/// Counts events the webhook backend lost (`apiserver_audit_error_total`).
+fn audit_errors(events: usize) {
+    crate::metrics::global()
+        .audit_errors
+        .with_label_values(&["webhook"])
+        .inc_by(events as u64);
 }
