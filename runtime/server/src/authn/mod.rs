@@ -406,8 +406,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// `apiserver_client_certificate_expiration_seconds`: how long the verified
 /// client certificate of a request has left.
 fn observe_certificate_expiration(cert: &ClientCertificate) {
-    let leaf = rustls::pki_types::CertificateDer::from(cert.leaf());
-    if let Some(not_after) = crate::server::tls::not_after(&leaf) {
+    if let Some(not_after) = x509::not_after(cert.leaf()) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));

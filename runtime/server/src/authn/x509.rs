@@ -173,6 +173,45 @@ fn subject_alt_names(der: &[u8]) -> Option<Vec<String>> {
     Some(names)
 }
 
+/// The end of a DER certificate's validity (`notAfter`), in Unix seconds;
+/// `None` when it does not parse as an X.509 certificate.
+pub(crate) fn not_after(der: &[u8]) -> Option<i64> {
+    use yasna::tags::{TAG_GENERALIZEDTIME, TAG_UTCTIME};
+    let read_time = |r: yasna::BERReader<'_, '_>| -> yasna::ASN1Result<i64> {
+        if r.lookahead_tag()? == TAG_UTCTIME {
+            Ok(r.read_utctime()?.datetime().unix_timestamp())
+        } else if r.lookahead_tag()? == TAG_GENERALIZEDTIME {
+            Ok(r.read_generalized_time()?.datetime().unix_timestamp())
+        } else {
+            Err(yasna::ASN1Error::new(yasna::ASN1ErrorKind::Invalid))
+        }
+    };
+    yasna::parse_der(der, |r| {
+        r.read_sequence(|r| {
+            let end = r.next().read_sequence(|tbs| {
+                // version [0] (optional), serialNumber, signature, issuer
+                tbs.read_optional(|r| r.read_tagged(yasna::Tag::context(0), |r| r.read_der()))?;
+                tbs.next().read_der()?;
+                tbs.next().read_der()?;
+                tbs.next().read_der()?;
+                let end = tbs.next().read_sequence(|v| {
+                    v.next().read_der()?;
+                    read_time(v.next())
+                })?;
+                // subject, subjectPublicKeyInfo, then the optional rest
+                tbs.next().read_der()?;
+                tbs.next().read_der()?;
+                while tbs.read_optional(|r| r.read_der())?.is_some() {}
+                Ok(end)
+            })?;
+            r.next().read_der()?; // signatureAlgorithm
+            r.next().read_der()?; // signatureValue
+            Ok(end)
+        })
+    })
+    .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -134,40 +134,7 @@ fn self_signed_validity() -> Result<(time::OffsetDateTime, time::OffsetDateTime)
 /// The end of a DER certificate's validity (`notAfter`), in Unix seconds;
 /// `None` when it does not parse as an X.509 certificate.
 pub fn not_after(cert: &CertificateDer<'_>) -> Option<i64> {
-    use yasna::tags::{TAG_GENERALIZEDTIME, TAG_UTCTIME};
-    let read_time = |r: yasna::BERReader<'_, '_>| -> yasna::ASN1Result<i64> {
-        if r.lookahead_tag()? == TAG_UTCTIME {
-            Ok(r.read_utctime()?.datetime().unix_timestamp())
-        } else if r.lookahead_tag()? == TAG_GENERALIZEDTIME {
-            Ok(r.read_generalized_time()?.datetime().unix_timestamp())
-        } else {
-            Err(yasna::ASN1Error::new(yasna::ASN1ErrorKind::Invalid))
-        }
-    };
-    yasna::parse_der(cert.as_ref(), |r| {
-        r.read_sequence(|r| {
-            let end = r.next().read_sequence(|tbs| {
-                // version [0] (optional), serialNumber, signature, issuer
-                tbs.read_optional(|r| r.read_tagged(yasna::Tag::context(0), |r| r.read_der()))?;
-                tbs.next().read_der()?;
-                tbs.next().read_der()?;
-                tbs.next().read_der()?;
-                let end = tbs.next().read_sequence(|v| {
-                    v.next().read_der()?;
-                    read_time(v.next())
-                })?;
-                // subject, subjectPublicKeyInfo, then the optional rest
-                tbs.next().read_der()?;
-                tbs.next().read_der()?;
-                while tbs.read_optional(|r| r.read_der())?.is_some() {}
-                Ok(end)
-            })?;
-            r.next().read_der()?; // signatureAlgorithm
-            r.next().read_der()?; // signatureValue
-            Ok(end)
-        })
-    })
-    .ok()
+    crate::authn::x509::not_after(cert.as_ref())
 }
 
 fn format_unix(secs: i64) -> String {
