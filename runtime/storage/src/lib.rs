@@ -19,7 +19,9 @@
 //!
 //! Backends: [`embedded`] (the default, a durable MVCC store on redb) and
 //! [`etcd3`] (an etcd v3 cluster). [`metered`] times every call for an
-//! observer; [`compactor`] compacts history on an interval.
+//! observer; [`encryption`] encrypts values at rest (kube-apiserver's
+//! `--encryption-provider-config`); [`compactor`] compacts history on an
+//! interval.
 //!
 //! Features: `conformance` builds [`conformance`], the behaviour suite
 //! every backend must pass (the crate's own tests always build it).
@@ -28,6 +30,7 @@ pub mod compactor;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod embedded;
+pub mod encryption;
 pub mod etcd3;
 pub mod metered;
 
@@ -54,6 +57,11 @@ pub struct KeyValue {
     pub mod_revision: Revision,
     /// Number of modifications since the key was created (1 after create).
     pub version: i64,
+    /// The value was read with an encryption provider or key other than
+    /// the one writes use now ([`encryption`]): an update must write it
+    /// even when the object did not change, to re-encrypt it. Always
+    /// `false` from a backend itself.
+    pub stale: bool,
 }
 
 impl fmt::Debug for KeyValue {
@@ -64,6 +72,7 @@ impl fmt::Debug for KeyValue {
             .field("create_revision", &self.create_revision)
             .field("mod_revision", &self.mod_revision)
             .field("version", &self.version)
+            .field("stale", &self.stale)
             .finish()
     }
 }

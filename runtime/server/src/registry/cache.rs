@@ -1023,6 +1023,7 @@ mod tests {
                 create_revision: revision,
                 mod_revision: revision,
                 version: 1,
+                stale: false,
             },
             prev: None,
         }

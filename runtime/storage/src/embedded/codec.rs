@@ -116,6 +116,7 @@ pub(super) fn decode_kv(key: &str, bytes: &[u8]) -> Result<KeyValue> {
         create_revision,
         mod_revision,
         version,
+        stale: false,
     })
 }
 
@@ -188,6 +189,7 @@ pub(super) fn decode_event(revision: Revision, bytes: &[u8]) -> Result<Event> {
             create_revision,
             mod_revision,
             version,
+            stale: false,
         })
     };
     let value = match (&kind, &prev) {
@@ -202,6 +204,7 @@ pub(super) fn decode_event(revision: Revision, bytes: &[u8]) -> Result<Event> {
             create_revision,
             mod_revision: revision,
             version,
+            stale: false,
         },
         prev,
     })
@@ -218,6 +221,7 @@ mod tests {
             create_revision: c,
             mod_revision: m,
             version: v,
+            stale: false,
         }
     }
 

@@ -468,6 +468,7 @@ impl Tables<'_> {
                     create_revision: rev,
                     mod_revision: rev,
                     version: 1,
+                    stale: false,
                 };
                 self.record(
                     Event {
@@ -495,6 +496,7 @@ impl Tables<'_> {
                     create_revision: prev.create_revision,
                     mod_revision: rev,
                     version: prev.version + 1,
+                    stale: false,
                 };
                 self.record(
                     Event {

@@ -628,6 +628,7 @@ fn convert_kv(kv: etcd::KeyValue) -> Result<KeyValue> {
         create_revision,
         mod_revision,
         version,
+        stale: false,
     })
 }
 
@@ -941,6 +942,7 @@ impl Storage for Etcd3Store {
             create_revision: revision,
             mod_revision: revision,
             version: 1,
+            stale: false,
         })
     }
 
@@ -1073,6 +1075,7 @@ impl Storage for Etcd3Store {
             create_revision: 0,
             mod_revision: revision,
             version: 0,
+            stale: false,
         }))
     }
 
