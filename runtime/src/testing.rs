@@ -146,6 +146,7 @@ impl TestServer {
             advertise_address: None,
             shutdown_delay: Duration::ZERO,
             storage_prefix: "/registry".into(),
+            encryption: None,
             watch_cache: None,
             admission: Default::default(),
             // API Priority and Fairness off: its config producer is a

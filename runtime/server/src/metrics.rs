@@ -140,6 +140,12 @@ pub struct Metrics {
     /// `etcd_request_duration_seconds{operation,type}`: storage calls, for
     /// either backend.
     pub storage_request_duration: HistogramVec,
+    /// `apiserver_storage_transformation_operations_total{resource,transformation_type,transformer_prefix,status}`:
+    /// values encrypted and decrypted at rest.
+    pub transformation_operations: IntCounterVec,
+    /// `apiserver_storage_transformation_duration_seconds{transformation_type,transformer_prefix}`:
+    /// how long successful transformations took.
+    pub transformation_duration: HistogramVec,
     /// `apiserver_flowcontrol_dispatched_requests_total{priority_level,flow_schema}`.
     pub flowcontrol_dispatched: IntCounterVec,
     /// `apiserver_flowcontrol_rejected_requests_total{priority_level,flow_schema,reason}`.
@@ -375,6 +381,22 @@ fn build() -> Result<Metrics, prometheus::Error> {
             "Etcd request latency in seconds for each operation and object type.",
             STORAGE_BUCKETS.to_vec(),
             &["operation", "type"],
+        )?,
+        transformation_operations: f.counter(
+            "apiserver_storage_transformation_operations_total",
+            "Number of stored values transformed (encrypted on the way to storage, decrypted on the way back) by resource, direction, provider prefix and status ('OK' on success).",
+            &[
+                "resource",
+                "transformation_type",
+                "transformer_prefix",
+                "status",
+            ],
+        )?,
+        transformation_duration: f.histogram(
+            "apiserver_storage_transformation_duration_seconds",
+            "Seconds taken by successful transformations of stored values.",
+            prometheus::exponential_buckets(5e-6, 2.0, 25)?,
+            &["transformation_type", "transformer_prefix"],
         )?,
         flowcontrol_dispatched: f.counter(
             "apiserver_flowcontrol_dispatched_requests_total",
@@ -638,6 +660,27 @@ pub struct Terminated;
 pub fn terminated(mut resp: axum::response::Response) -> axum::response::Response {
     resp.extensions_mut().insert(Terminated);
     resp
+}
+
+/// Records encryption-at-rest transformations into [`global`]'s
+/// `apiserver_storage_transformation_*` families.
+pub struct TransformationObserver;
+
+impl apiforge_storage::encryption::Observer for TransformationObserver {
+    fn observe(&self, resource: &str, transformation: &str, prefix: &str, ok: bool, seconds: f64) {
+        let m = global();
+        // Failures are not gRPC errors (there is no KMS plugin): upstream
+        // labels those `unknown-non-grpc`.
+        let status = if ok { "OK" } else { "unknown-non-grpc" };
+        m.transformation_operations
+            .with_label_values(&[resource, transformation, prefix, status])
+            .inc();
+        if ok {
+            m.transformation_duration
+                .with_label_values(&[transformation, prefix])
+                .observe(seconds);
+        }
+    }
 }
 
 impl Metrics {

@@ -149,6 +149,9 @@ pub(crate) struct ServeOptions {
     /// The interval of compaction requests. If 0, the compaction request from apiserver is disabled.
     #[arg(long, default_value = "5m0s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Storage")]
     etcd_compaction_interval: SignedDuration,
+    /// The file containing configuration for encryption providers to be used for storing secrets in etcd
+    #[arg(long, help_heading = "Storage")]
+    encryption_provider_config: Option<PathBuf>,
     /// Enable the watch cache (reads and watches served from memory).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Storage")]
     watch_cache: bool,
@@ -780,6 +783,19 @@ impl ServeOptions {
                 }
             }),
         };
+        let encryption = match &self.encryption_provider_config {
+            Some(path) => match apiforge_storage::encryption::Transformers::load(path) {
+                Ok(transformers) => Some(std::sync::Arc::new(transformers)),
+                Err(e) => {
+                    errors.push(format!(
+                        "--encryption-provider-config {}: {e}",
+                        path.display()
+                    ));
+                    None
+                }
+            },
+            None => None,
+        };
         if !errors.is_empty() {
             bail!("invalid options:\n  {}", errors.join("\n  "));
         }
@@ -819,6 +835,7 @@ impl ServeOptions {
                 advertise_address: self.advertise_address,
                 shutdown_delay: self.shutdown_delay_duration.duration,
                 storage_prefix,
+                encryption,
                 watch_cache: self.watch_cache.then(|| crate::registry::CacheOptions {
                     window: self.default_watch_cache_size,
                     sizes,

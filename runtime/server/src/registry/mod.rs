@@ -810,6 +810,7 @@ impl Store {
                     revision: c.revision,
                     old: Arc::unwrap_or_clone(c.object().map_err(Status::internal)?),
                     stored: None,
+                    stale: false,
                 },
                 None => {
                     let Some(kv) = self.storage.get(&key, 0).await? else {
@@ -826,6 +827,7 @@ impl Store {
                     Current {
                         revision: kv.mod_revision,
                         old: self.decode(&kv)?,
+                        stale: kv.stale,
                         stored: Some(kv.value),
                     }
                 }
@@ -916,9 +918,13 @@ impl Store {
             // same bytes writes nothing: the object keeps its
             // resourceVersion (kubectl then reports "(no change)"). Only
             // the stored bytes can tell, so a cached start that looks
-            // unchanged is checked against storage.
+            // unchanged is checked against storage. A stale value (read
+            // with an encryption key that no longer writes) is written
+            // anyway, which re-encrypts it: key rotation.
             match &current.stored {
-                Some(stored) if encoded.bytes == *stored => return Ok((old, false)),
+                Some(stored) if !current.stale && encoded.bytes == *stored => {
+                    return Ok((old, false));
+                }
                 Some(_) => {}
                 None if same_object(&new, &old) => continue,
                 None => {}
@@ -1321,6 +1327,10 @@ struct Current {
     /// The stored bytes, when read from storage (`None`: the watch cache's
     /// copy, which may be stale).
     stored: Option<Bytes>,
+    /// The stored bytes were read with an encryption provider or key that
+    /// no longer writes ([`apiforge_storage::KeyValue::stale`]): even an
+    /// unchanged object is written, to re-encrypt it.
+    stale: bool,
 }
 
 /// Whether `new` is `old` apart from `metadata.resourceVersion`.

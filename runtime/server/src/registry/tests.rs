@@ -680,6 +680,69 @@ async fn update_without_change_writes_nothing() {
     assert_ne!(out["metadata"]["resourceVersion"], rv);
 }
 
+/// A value read with an encryption key that no longer writes is written by
+/// an update even when nothing changed (so that re-writing every object
+/// re-encrypts it with the new key); once re-written, an unchanged update
+/// writes nothing again.
+#[tokio::test]
+async fn an_unchanged_update_of_a_stale_value_rewrites_it() {
+    use apiforge_storage::encryption::{Encrypted, Transformers};
+    let dir = tempfile::tempdir().unwrap();
+    let raw: Arc<dyn Storage> =
+        Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+    let config = |keys: &str| {
+        let text = format!(
+            r#"{{"apiVersion":"apiserver.config.k8s.io/v1","kind":"EncryptionConfiguration",
+                "resources":[{{"resources":["namespaces"],"providers":[{{"aescbc":{{"keys":[{keys}]}}}}]}}]}}"#
+        );
+        Arc::new(Transformers::parse(&text).unwrap())
+    };
+    let key1 = r#"{"name":"key1","secret":"c2VjcmV0IGlzIHNlY3VyZQ=="}"#;
+    let key2 = r#"{"name":"key2","secret":"e0/+tts8FS254BZimFZWtUsOCOUDSkvzB72PyimMlkY="}"#;
+    let store = |transformers| {
+        let storage: Arc<dyn Storage> =
+            Arc::new(Encrypted::new(raw.clone(), "/registry", transformers, []));
+        let kind = Arc::new(
+            KindBuilder::<Namespace>::new()
+                .version::<Namespace>()
+                .build(),
+        );
+        Store::new(
+            kind,
+            storage,
+            "/registry",
+            Some((&Caches::default(), &CacheOptions::default())),
+        )
+    };
+    let old = store(config(key1));
+    let created = old
+        .create("", hub(&old, ns("rotated", json!({}))), false)
+        .await
+        .unwrap();
+    let key = old.key("", "rotated");
+    let stored = raw.get(&key, 0).await.unwrap().unwrap();
+    assert!(stored.value.starts_with(b"k8s:enc:aescbc:v1:key1:"));
+
+    let new = store(config(&format!("{key2},{key1}")));
+    let (out, _) = new
+        .update("", "rotated", created.clone(), false)
+        .await
+        .unwrap();
+    assert_ne!(
+        out["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+    let stored = raw.get(&key, 0).await.unwrap().unwrap();
+    assert!(stored.value.starts_with(b"k8s:enc:aescbc:v1:key2:"));
+    assert_eq!(stored.version, 2);
+    let (again, _) = new.update("", "rotated", out.clone(), false).await.unwrap();
+    assert_eq!(
+        again["metadata"]["resourceVersion"],
+        out["metadata"]["resourceVersion"]
+    );
+    assert_eq!(raw.get(&key, 0).await.unwrap().unwrap().version, 2);
+}
+
 /// An update that changes only managedFields times (what a re-apply of
 /// `labels: {}` a second later produces) writes nothing and keeps the
 /// stored times; one that changes the object too takes the new times.

@@ -409,6 +409,10 @@ impl Storage for Encrypted {
         self.inner.request_progress_for(prefix).await
     }
 
+    async fn size_bytes(&self) -> Result<Option<(String, i64)>> {
+        self.inner.size_bytes().await
+    }
+
     fn watch_reconnecting(&self) -> bool {
         self.inner.watch_reconnecting()
     }
