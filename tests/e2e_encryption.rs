@@ -268,6 +268,20 @@ async fn secrets_are_encrypted_on_the_embedded_store_and_keys_rotate() {
         body["message"],
         "Internal error occurred: no matching key was found for the provided AES transformer"
     );
+    // A LIST names the key it cannot read.
+    let list = common::raw::request(
+        &server,
+        "GET",
+        "/api/v1/namespaces/default/secrets",
+        &[],
+        b"",
+    )
+    .await;
+    assert_eq!(list.status, 500, "{}", list.text());
+    assert_eq!(
+        list.json()["message"],
+        "Internal error occurred: unable to transform key \"/registry/secrets/default/old-secret\": no matching key was found for the provided AES transformer"
+    );
 }
 
 #[tokio::test]
