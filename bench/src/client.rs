@@ -11,8 +11,8 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -144,6 +144,57 @@ impl ServerCertVerifier for AcceptAny {
 pub(crate) struct Conn {
     target: Target,
     sender: http1::SendRequest<Full<Bytes>>,
+}
+
+/// One HTTP/2 connection (ALPN `h2`), as client-go and kubectl open
+/// them: requests are streams on it.
+pub(crate) struct H2Conn {
+    target: Target,
+    sender: http2::SendRequest<Full<Bytes>>,
+}
+
+impl H2Conn {
+    /// Connects to `target` over HTTP/2.
+    pub(crate) async fn connect(target: &Target) -> anyhow::Result<H2Conn> {
+        let mut tls = (*target.tls).clone();
+        tls.alpn_protocols = vec![b"h2".to_vec()];
+        let h2_target = Target {
+            tls: Arc::new(tls),
+            ..target.clone()
+        };
+        let stream = open_stream(&h2_target, None).await?;
+        if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
+            bail!("the server did not negotiate HTTP/2");
+        }
+        let (sender, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .context("HTTP/2 handshake")?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(H2Conn {
+            target: target.clone(),
+            sender,
+        })
+    }
+
+    /// Sends a GET on a new stream and returns the response head with a
+    /// streaming body.
+    pub(crate) async fn get_streaming(&mut self, path: &str) -> anyhow::Result<Response<Incoming>> {
+        let mut b = Request::builder()
+            .method(Method::GET)
+            .uri(format!("https://{}{path}", self.target.addr))
+            .header(header::ACCEPT, "application/json");
+        if !self.target.token.is_empty() {
+            b = b.header(
+                header::AUTHORIZATION,
+                format!("Bearer {}", self.target.token),
+            );
+        }
+        let req = b.body(Full::new(Bytes::new()))?;
+        self.sender.ready().await.context("connection not ready")?;
+        Ok(self.sender.send_request(req).await?)
+    }
 }
 
 /// A response read completely.

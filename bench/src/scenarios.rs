@@ -1486,15 +1486,30 @@ async fn open_watches(
     Ok(streams)
 }
 
-/// Many idle watches, one connection each (kube-rs, client-go and
-/// kubectl over HTTP/1.1; the worst case, as HTTP/2 clients share a
-/// connection): the server's RSS growth per watch once they are open,
-/// its CPU while they idle, and one write delivered to every one of them.
+/// Watches per HTTP/2 connection in the idle-watches scenario (the
+/// server allows 200 concurrent streams per connection).
+const H2_WATCHES_PER_CONNECTION: usize = 100;
+
+/// Many idle watches: the server's RSS growth per watch once they are
+/// open, its CPU while they idle, and one write delivered to every one of
+/// them. Twice, on fresh servers: one HTTP/1.1 connection per watch
+/// (kube-rs; the worst case), then HTTP/2 streams, 100 per connection
+/// (client-go and kubectl negotiate HTTP/2 and share a connection).
 async fn idle_watches(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
-    const S: &str = "idle-watches";
+    let mut figures = idle_watches_over(settings, false).await?;
+    figures.extend(idle_watches_over(settings, true).await?);
+    Ok(figures)
+}
+
+async fn idle_watches_over(settings: &Settings, http2: bool) -> anyhow::Result<Vec<Figure>> {
     const IDLE: Duration = Duration::from_secs(5);
+    let s = if http2 {
+        "idle-watches (HTTP/2)"
+    } else {
+        "idle-watches"
+    };
     let n = settings.idle_watchers;
-    progress!("{S}: {n} watches, idle for {IDLE:?}, then one event");
+    progress!("{s}: {n} watches, idle for {IDLE:?}, then one event");
     let f = fresh(settings, &Backend::Embedded).await?;
     let target = &f.server.target;
     let path = collection("kube-public");
@@ -1507,7 +1522,30 @@ async fn idle_watches(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_before = f.server.rss()?;
     let started = Instant::now();
-    let streams = open_watches(target, &watch_path, n, 64).await?;
+    // Each HTTP/1.1 response is kept with its connection; the HTTP/2
+    // connections are kept until every reader is done.
+    let mut h2_conns = Vec::new();
+    let streams: Vec<(Option<Conn>, http::Response<hyper::body::Incoming>)> = if http2 {
+        let mut opened = Vec::with_capacity(n);
+        for first in (0..n).step_by(H2_WATCHES_PER_CONNECTION) {
+            let mut conn = crate::client::H2Conn::connect(target).await?;
+            for _ in first..(first + H2_WATCHES_PER_CONNECTION).min(n) {
+                let resp = conn.get_streaming(&watch_path).await?;
+                if resp.status() != StatusCode::OK {
+                    bail!("watch answered {}", resp.status());
+                }
+                opened.push((None, resp));
+            }
+            h2_conns.push(conn);
+        }
+        opened
+    } else {
+        open_watches(target, &watch_path, n, 64)
+            .await?
+            .into_iter()
+            .map(|(conn, resp)| (Some(conn), resp))
+            .collect()
+    };
     let open_secs = started.elapsed().as_secs_f64();
     let (total_tx, total_rx) = tokio::sync::watch::channel(None::<u64>);
     let readers: Vec<_> = streams
@@ -1546,45 +1584,46 @@ async fn idle_watches(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
         }
         let _ = hist.add(&rep.hist);
     }
+    drop(h2_conns);
     if let Some(e) = first_error {
         progress!("  first watcher error: {e}");
     }
     let growth_mib = rss_open.saturating_sub(rss_before) as f64 / MIB;
     Ok(vec![
-        Figure::new(S, "watches open", n as f64, Goal::Info),
+        Figure::new(s, "watches open", n as f64, Goal::Info),
         Figure::new(
-            S,
+            s,
             "watches opened per second",
             n as f64 / open_secs,
             Goal::Info,
         ),
-        Figure::new(S, "server RSS growth MiB", growth_mib, Goal::Info),
+        Figure::new(s, "server RSS growth MiB", growth_mib, Goal::Info),
         Figure::new(
-            S,
+            s,
             "server RSS growth per watch KiB",
             growth_mib * 1024.0 / n as f64,
             Goal::AtMost(16.0),
         ),
         Figure::new(
-            S,
+            s,
             "server CPU cores busy while idle",
             idle_cpu,
             Goal::AtMost(0.05),
         ),
         Figure::new(
-            S,
+            s,
             "watches that got the next event",
             delivered as f64,
             Goal::Equals(n as f64),
         ),
         Figure::new(
-            S,
+            s,
             "event to every watch: latency p99 ms",
             hist.value_at_quantile(0.99) as f64 / 1000.0,
             Goal::Info,
         ),
         Figure::new(
-            S,
+            s,
             "event to every watch: latency max ms",
             hist.max() as f64 / 1000.0,
             Goal::Info,
