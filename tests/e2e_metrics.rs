@@ -201,9 +201,47 @@ async fn every_metric_the_kubernetes_mixin_reads_is_served() {
     .await;
     assert_eq!(code, 200, "{body}");
 
-    // An APIService whose backend refuses connections: unavailable, and
-    // the availability check's failed request.
+    // An admission webhook that refuses connections, ignored on failure:
+    // the server's own failed client request.
     let (_listener, refused) = common::refused_port();
+    let (code, body) = send(
+        &admin,
+        http::Method::POST,
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        Some(json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "metrics-unreachable"},
+            "webhooks": [{"name": "unreachable.metrics.example.com",
+                "clientConfig": {"url": format!("https://127.0.0.1:{refused}/validate")},
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                           "resources": ["configmaps"]}],
+                "failurePolicy": "Ignore", "sideEffects": "None",
+                "admissionReviewVersions": ["v1"], "timeoutSeconds": 2}]})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    // Configurations take effect within a second; the webhook is called
+    // (and fails) once one of these creates sees it.
+    for i in 0..20 {
+        let (code, body) = send(
+            &admin,
+            http::Method::POST,
+            "/api/v1/namespaces/default/configmaps",
+            Some(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("webhooked-{i}")}})),
+        )
+        .await;
+        assert_eq!(code, 200, "{body}");
+        let metrics = raw::request(&server, "GET", "/metrics", &[], b"")
+            .await
+            .text();
+        if metrics.contains("rest_client_requests_total{code=\"<error>\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // An APIService whose backend refuses connections: unavailable.
     let (code, body) = send(
         &admin,
         http::Method::POST,

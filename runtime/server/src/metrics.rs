@@ -194,7 +194,8 @@ pub struct Metrics {
     /// unavailable.
     pub unavailable_apiservice_total: IntCounterVec,
     /// `rest_client_requests_total{code,method,host}`: the server's own
-    /// HTTP calls (webhooks, aggregated servers, delegated authentication
+    /// HTTP calls through `webhook::Client` (admission, authentication,
+    /// authorization, audit and conversion webhooks, delegated authentication
     /// and authorization).
     pub rest_client_requests: IntCounterVec,
     /// `workqueue_adds_total{name}`.

@@ -210,25 +210,13 @@ impl Transport {
 
     /// Sends `req` (its URI already the backend's) to `host_port` on an
     /// idle connection or a new one; an upgrade on a connection of its own,
-    /// its I/O then handed to the upgraded stream. Counted in
-    /// `rest_client_requests_total`.
+    /// its I/O then handed to the upgraded stream.
+    ///
+    /// Not counted in `rest_client_requests_total`: kube-aggregator's
+    /// proxy and availability checks use a plain HTTP transport, not a
+    /// client-go REST client, so a failing backend does not count as the
+    /// server's own client errors (`KubeClientErrors`).
     async fn send(
-        &self,
-        host_port: &str,
-        req: http::Request<Body>,
-        upgrade: bool,
-    ) -> Result<http::Response<Body>, String> {
-        let method = req.method().clone();
-        let result = self.send_once(host_port, req, upgrade).await;
-        crate::metrics::global().count_client_request(
-            result.as_ref().ok().map(|r| r.status()),
-            &method,
-            host_port,
-        );
-        result
-    }
-
-    async fn send_once(
         &self,
         host_port: &str,
         mut req: http::Request<Body>,
