@@ -89,23 +89,21 @@ pub async fn filter(req: Request, next: impl super::Next) -> Response {
     let dry_run = if dry_run { "All" } else { "" };
     let status = resp.status();
     let code = status.as_str();
-    let (group, version, resource, subresource) = (
+    // The request labels without `dry_run`, in upstream's order; the
+    // families with `dry_run` have it after the verb.
+    let labels = [
+        &*verb,
         info.group.as_str(),
         info.version.as_str(),
         info.resource.as_str(),
         info.subresource.as_str(),
-    );
+        scope,
+        "apiserver",
+    ];
     metrics
         .request_total
         .with_label_values(&[
-            &*verb,
-            dry_run,
-            group,
-            version,
-            resource,
-            subresource,
-            scope,
-            "apiserver",
+            labels[0], dry_run, labels[1], labels[2], labels[3], labels[4], labels[5], labels[6],
             code,
         ])
         .inc();
@@ -117,14 +115,7 @@ pub async fn filter(req: Request, next: impl super::Next) -> Response {
         metrics
             .request_terminations
             .with_label_values(&[
-                &*verb,
-                group,
-                version,
-                resource,
-                subresource,
-                scope,
-                "apiserver",
-                code,
+                labels[0], labels[1], labels[2], labels[3], labels[4], labels[5], labels[6], code,
             ])
             .inc();
     }
@@ -133,25 +124,10 @@ pub async fn filter(req: Request, next: impl super::Next) -> Response {
         metrics
             .request_duration
             .with_label_values(&[
-                &*verb,
-                dry_run,
-                group,
-                version,
-                resource,
-                subresource,
-                scope,
-                "apiserver",
+                labels[0], dry_run, labels[1], labels[2], labels[3], labels[4], labels[5],
+                labels[6],
             ])
             .observe(elapsed.as_secs_f64());
-        let labels = [
-            &*verb,
-            group,
-            version,
-            resource,
-            subresource,
-            scope,
-            "apiserver",
-        ];
         if dry_run.is_empty() {
             metrics
                 .request_sli_duration
@@ -167,15 +143,8 @@ pub async fn filter(req: Request, next: impl super::Next) -> Response {
         return resp;
     }
     // Long-running: counted until the response stream ends.
-    let guard = crate::metrics::GaugeGuard::new(metrics.longrunning_requests.with_label_values(&[
-        &*verb,
-        group,
-        version,
-        resource,
-        subresource,
-        scope,
-        "apiserver",
-    ]));
+    let guard =
+        crate::metrics::GaugeGuard::new(metrics.longrunning_requests.with_label_values(&labels));
     let (parts, body) = resp.into_parts();
     let stream = body.into_data_stream().map(move |chunk| {
         let _counted = &guard;

@@ -713,10 +713,7 @@ impl WatchCache {
             .watch_cache_initializations
             .with_label_values(&labels)
             .inc();
-        metrics
-            .watch_cache_resource_version
-            .with_label_values(&labels)
-            .set(revision);
+        self.observe_revision(revision);
         metrics
             .watch_cache_capacity
             .with_label_values(&labels)
@@ -833,12 +830,17 @@ impl WatchCache {
             .watch_cache_events_dispatched
             .with_label_values(&labels)
             .inc_by(dispatched);
-        metrics
-            .watch_cache_resource_version
-            .with_label_values(&labels)
-            .set(revision);
+        self.observe_revision(revision);
         self.revision_tx.send_replace(revision);
         Ok(())
+    }
+
+    /// `apiserver_watch_cache_resource_version`.
+    fn observe_revision(&self, revision: Revision) {
+        crate::metrics::global()
+            .watch_cache_resource_version
+            .with_label_values(&self.metric_labels())
+            .set(revision);
     }
 
     /// The `group` and `resource` labels of the cache's metrics.
