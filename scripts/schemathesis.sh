@@ -73,10 +73,12 @@ doc["paths"] = paths
 json.dump(doc, sys.stdout)
 ' >"$out/$name.json"
   log=$out/$name.log
-  if "$st" run "$out/$name.json" --url "$base" \
+  # Run from the output directory: Schemathesis keeps its cache
+  # (.schemathesis/) in the working directory.
+  if (cd "$out" && "$st" run "$out/$name.json" --url "$base" \
       -H "$auth" --tls-verify false --request-timeout 10 --workers 1 \
       --checks not_a_server_error,response_schema_conformance,content_type_conformance \
-      --max-time "$seconds" --no-color >"$log" 2>&1; then
+      --max-time "$seconds" --no-color >"$log" 2>&1); then
     cases=$(grep -Eo '[0-9]+ generated' "$log" | grep -Eo '[0-9]+' | tail -1 || echo 0)
     total_cases=$((total_cases + ${cases:-0}))
     ops=$(grep -Eo 'Tested: [0-9]+' "$log" | grep -Eo '[0-9]+' || echo "?")
