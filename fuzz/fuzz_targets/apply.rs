@@ -11,6 +11,11 @@ use apiforge_runtime::patch::KindSchema;
 use apiforge_runtime::patch::fieldpath::Set;
 use apiforge_runtime::patch::managed::{self, FieldManager, Managed, Versions};
 use libfuzzer_sys::fuzz_target;
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::kind_schema;
 use serde_json::{Value, json};
 
 struct Target {
@@ -31,14 +36,6 @@ impl Versions for Target {
 fn targets() -> &'static [Target] {
     static TARGETS: OnceLock<Vec<Target>> = OnceLock::new();
     TARGETS.get_or_init(|| {
-        let mut scheme = apiforge_apis::scheme();
-        apiforge_runtime::builtin::install(&mut scheme);
-        let schema = |group: &str, version: &str, plural: &str| {
-            let (kind, _) = scheme
-                .resource(group, version, plural)
-                .expect("a served resource");
-            KindSchema::cached(kind.version(version).expect("a served version"))
-        };
         vec![
             Target {
                 live: json!({
@@ -47,7 +44,7 @@ fn targets() -> &'static [Target] {
                     "data": {"k": "v", "l": "w"}
                 }),
                 api_version: "v1",
-                schema: schema("", "v1", "configmaps"),
+                schema: kind_schema("", "v1", "configmaps"),
             },
             Target {
                 live: json!({
@@ -57,7 +54,7 @@ fn targets() -> &'static [Target] {
                              "users": [{"name": "a", "role": "admin"}, {"name": "b"}]}
                 }),
                 api_version: "showcase.apiforge.dev/v1",
-                schema: schema("showcase.apiforge.dev", "v1", "databases"),
+                schema: kind_schema("showcase.apiforge.dev", "v1", "databases"),
             },
         ]
     })

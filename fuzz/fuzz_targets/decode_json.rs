@@ -3,19 +3,12 @@
 //! version of the `apiforge` binary's scheme. Must never panic.
 #![no_main]
 
-use std::sync::OnceLock;
-
-use apiforge_runtime::scheme::Scheme;
 use libfuzzer_sys::fuzz_target;
 
-fn scheme() -> &'static Scheme {
-    static SCHEME: OnceLock<Scheme> = OnceLock::new();
-    SCHEME.get_or_init(|| {
-        let mut scheme = apiforge_apis::scheme();
-        apiforge_runtime::builtin::install(&mut scheme);
-        scheme
-    })
-}
+#[path = "common/mod.rs"]
+mod common;
+
+use common::scheme;
 
 fuzz_target!(|data: &[u8]| {
     let value: serde_json::Value = match serde_json::from_slice(data) {

@@ -7,6 +7,11 @@ use std::sync::{Arc, OnceLock};
 
 use apiforge_runtime::patch::KindSchema;
 use libfuzzer_sys::fuzz_target;
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::kind_schema;
 use serde_json::{Value, json};
 
 struct Target {
@@ -17,14 +22,6 @@ struct Target {
 fn targets() -> &'static [Target] {
     static TARGETS: OnceLock<Vec<Target>> = OnceLock::new();
     TARGETS.get_or_init(|| {
-        let mut scheme = apiforge_apis::scheme();
-        apiforge_runtime::builtin::install(&mut scheme);
-        let schema = |group: &str, version: &str, plural: &str| {
-            let (kind, _) = scheme
-                .resource(group, version, plural)
-                .expect("a served resource");
-            KindSchema::cached(kind.version(version).expect("a served version"))
-        };
         vec![
             Target {
                 doc: json!({
@@ -34,7 +31,7 @@ fn targets() -> &'static [Target] {
                                      {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u"}]},
                     "data": {"k": "v", "l": "w"}
                 }),
-                schema: schema("", "v1", "configmaps"),
+                schema: kind_schema("", "v1", "configmaps"),
             },
             Target {
                 doc: json!({
@@ -43,7 +40,7 @@ fn targets() -> &'static [Target] {
                     "spec": {"engine": "postgres", "replicas": 1,
                              "users": [{"name": "a", "role": "admin"}, {"name": "b"}]}
                 }),
-                schema: schema("showcase.apiforge.dev", "v1", "databases"),
+                schema: kind_schema("showcase.apiforge.dev", "v1", "databases"),
             },
         ]
     })

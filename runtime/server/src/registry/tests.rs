@@ -23,18 +23,22 @@ fn fixture(opts: CacheOptions) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let storage: Arc<dyn Storage> =
         Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
-    let kind = Arc::new(
-        KindBuilder::<Namespace>::new()
-            .version::<Namespace>()
-            .build(),
-    );
-    let caches = Caches::default();
-    let store = Store::new(kind, storage.clone(), "/registry", Some((&caches, &opts)));
+    let store = namespace_store(storage.clone(), &opts);
     Fixture {
         _dir: dir,
         storage,
         store,
     }
+}
+
+/// A Namespace store on `storage` under `/registry`, with a watch cache.
+fn namespace_store(storage: Arc<dyn Storage>, opts: &CacheOptions) -> Store {
+    let kind = Arc::new(
+        KindBuilder::<Namespace>::new()
+            .version::<Namespace>()
+            .build(),
+    );
+    Store::new(kind, storage, "/registry", Some((&Caches::default(), opts)))
 }
 
 fn ns(name: &str, labels: Value) -> Value {
@@ -702,17 +706,7 @@ async fn an_unchanged_update_of_a_stale_value_rewrites_it() {
     let store = |transformers| {
         let storage: Arc<dyn Storage> =
             Arc::new(Encrypted::new(raw.clone(), "/registry", transformers, []));
-        let kind = Arc::new(
-            KindBuilder::<Namespace>::new()
-                .version::<Namespace>()
-                .build(),
-        );
-        Store::new(
-            kind,
-            storage,
-            "/registry",
-            Some((&Caches::default(), &CacheOptions::default())),
-        )
+        namespace_store(storage, &CacheOptions::default())
     };
     let old = store(config(key1));
     let created = old
