@@ -815,3 +815,98 @@ async fn policies_are_reinvoked_after_a_mutating_webhook() {
     assert_eq!(label(&created, "saw-webhook-once"), Some("false"));
     assert!(hook.calls() > 0);
 }
+
+/// The reinvocation pass goes on after the policies: a mutating webhook
+/// changes the object, the `IfNeeded` policy run before it runs again and
+/// changes the object in turn, so the `IfNeeded` webhook is called again
+/// and sees the policy's second answer (upstream's webhook dispatcher
+/// reinvokes its previously invoked webhooks when the object changed since
+/// their last output).
+#[tokio::test]
+async fn webhooks_are_reinvoked_after_a_reinvoked_policy() {
+    use base64::Engine as _;
+    use common::webhook::Webhook;
+
+    let server = Server::start().await;
+    let client = server.client().await;
+    // Adds `webhook: yes` and copies the policy's label into `webhook-saw`.
+    let hook = Webhook::start(
+        Arc::new(|review: &Value| {
+            let labels = &review["request"]["object"]["metadata"]["labels"];
+            let saw = labels
+                .get("policy-saw-webhook")
+                .and_then(Value::as_str)
+                .unwrap_or("none");
+            let patch = json!([
+                {"op": "add", "path": "/metadata/labels/webhook", "value": "yes"},
+                {"op": "add", "path": "/metadata/labels/webhook-saw", "value": saw},
+            ]);
+            let response = json!({
+                "uid": review["request"]["uid"], "allowed": true, "patchType": "JSONPatch",
+                "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()),
+            });
+            (
+                200,
+                json!({"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}),
+            )
+        }),
+        None,
+    )
+    .await;
+    let configs: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &resource(
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+        ),
+    );
+    configs
+        .create(
+            &PostParams::default(),
+            &from(json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration", "metadata": {"name": "copy-policy-label"},
+                "webhooks": [{
+                    "name": "copy.example.com",
+                    "clientConfig": {
+                        "url": format!("https://127.0.0.1:{}/", hook.port),
+                        "caBundle": base64::engine::general_purpose::STANDARD.encode(&hook.ca.cert_pem),
+                    },
+                    "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["configmaps"]}],
+                    "objectSelector": {"matchLabels": {"opted-in": "yes"}},
+                    "reinvocationPolicy": "IfNeeded",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                }],
+            })),
+        )
+        .await
+        .expect("webhook configuration");
+    let saw = r#"Object{metadata: Object.metadata{labels: {"policy-saw-webhook": string("webhook" in object.metadata.labels)}}}"#;
+    policies(&client)
+        .create(
+            &PostParams::default(),
+            &configmap_policy(
+                "saw-webhook",
+                json!({"reinvocationPolicy": "IfNeeded", "mutations": apply(saw)}),
+            ),
+        )
+        .await
+        .expect("policy");
+    bindings(&client)
+        .create(
+            &PostParams::default(),
+            &binding("saw-webhook-binding", json!({"policyName": "saw-webhook"})),
+        )
+        .await
+        .expect("binding");
+    let created = created_until(&server, &client, "cm", json!({"opted-in": "yes"}), |cm| {
+        label(cm, "webhook").is_some() && label(cm, "policy-saw-webhook").is_some()
+    })
+    .await;
+    // First pass: the policy answers "false", the webhook copies it; the
+    // reinvocation pass: the policy answers "true", and the webhook,
+    // called again, copies that.
+    assert_eq!(label(&created, "policy-saw-webhook"), Some("true"));
+    assert_eq!(label(&created, "webhook-saw"), Some("true"));
+}

@@ -29,6 +29,7 @@ mod tests;
 pub mod typed;
 pub mod webhook;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -141,6 +142,55 @@ pub struct Attributes {
     /// The kind's codec (set by the registry; `None` in hand-built
     /// attributes).
     pub codec: Option<Codec>,
+    /// What the reinvocable plugins invoked, and what they ask to run
+    /// again (upstream's per-request reinvocation context).
+    pub reinvocation: Reinvocation,
+}
+
+/// Upstream's `admission.ReinvocationContext` for the plugins that keep
+/// per-hook state (the mutating webhooks and policies): per plugin name,
+/// the keys of the `reinvocationPolicy: IfNeeded` hooks it invoked, and
+/// the keys to invoke again in the chain's reinvocation pass.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reinvocation {
+    invoked: BTreeMap<String, BTreeSet<String>>,
+    requested: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Reinvocation {
+    /// `plugin` invoked the reinvocable hook `key`.
+    pub fn invoked(&mut self, plugin: &str, key: String) {
+        self.invoked.entry(plugin.into()).or_default().insert(key);
+    }
+
+    /// Whether `plugin` invoked any reinvocable hook.
+    pub fn invoked_any(&self, plugin: &str) -> bool {
+        self.invoked.get(plugin).is_some_and(|k| !k.is_empty())
+    }
+
+    /// The object changed after `plugin`'s reinvocable hooks ran: every
+    /// one it invoked so far runs again in the reinvocation pass
+    /// (`RequireReinvokingPreviouslyInvokedPlugins`).
+    pub fn request_previously_invoked(&mut self, plugin: &str) {
+        if let Some(keys) = self.invoked.get(plugin) {
+            let keys = keys.clone();
+            self.requested
+                .entry(plugin.into())
+                .or_default()
+                .extend(keys);
+        }
+    }
+
+    /// Whether `plugin` has hooks to invoke again.
+    pub fn has_requested(&self, plugin: &str) -> bool {
+        self.requested.get(plugin).is_some_and(|k| !k.is_empty())
+    }
+
+    /// The keys of `plugin`'s hooks to invoke again, taken (each hook is
+    /// reinvoked at most once).
+    pub fn take_requested(&mut self, plugin: &str) -> BTreeSet<String> {
+        self.requested.remove(plugin).unwrap_or_default()
+    }
 }
 
 impl Attributes {
@@ -391,15 +441,18 @@ pub trait Plugin: Send + Sync + 'static {
 
     /// Whether [`reinvoke`](Plugin::reinvoke) should run when a later
     /// mutating plugin changed the object this one admitted (asked after
-    /// [`admit`](Plugin::admit); upstream's reinvocation of
-    /// `MutatingAdmissionPolicy` after the webhooks). Defaults to no.
+    /// [`admit`](Plugin::admit)). Defaults to no; a plugin that records
+    /// the hooks it invoked in [`Attributes::reinvocation`] is asked
+    /// whenever it recorded any.
     fn reinvocable(&self) -> bool {
         false
     }
 
     /// Runs once more, after the chain's mutating hooks, when a later
-    /// plugin changed the object (only for a [`reinvocable`](Plugin::reinvocable)
-    /// plugin).
+    /// plugin changed the object or the plugin requested it in
+    /// [`Attributes::reinvocation`] (only for a
+    /// [`reinvocable`](Plugin::reinvocable) plugin or one that recorded
+    /// invocations).
     async fn reinvoke(&self, _attrs: &mut Attributes, _ctx: &Context) -> Result<(), Error> {
         Ok(())
     }
@@ -686,13 +739,21 @@ impl Chain {
                 let result = p.admit(attrs, &self.ctx).await;
                 observe_plugin(&**p, ADMIT, op, started, result.is_err());
                 result?;
-                if p.reinvocable() {
+                if p.reinvocable() || attrs.reinvocation.invoked_any(p.name()) {
                     outputs.push((p, attrs.object.clone()));
                 }
             }
         }
+        // The reinvocation pass (upstream's reinvoker runs the chain once
+        // more): a plugin whose output a later plugin changed reinvokes
+        // what it had invoked; one whose own later hooks changed the
+        // object reinvokes the hooks before them.
         for (p, output) in outputs {
-            if attrs.object != output {
+            let changed = attrs.object != output;
+            if changed {
+                attrs.reinvocation.request_previously_invoked(p.name());
+            }
+            if changed || attrs.reinvocation.has_requested(p.name()) {
                 let started = Instant::now();
                 let result = p.reinvoke(attrs, &self.ctx).await;
                 observe_plugin(&**p, ADMIT, op, started, result.is_err());

@@ -233,6 +233,7 @@ impl Store {
                 .map(Into::into)
                 .unwrap_or_default(),
             codec: Some(crate::admission::Codec(self.kind.clone())),
+            reinvocation: Default::default(),
         }
     }
 

@@ -23,13 +23,12 @@
 //!   associative lists merge by key, scalars are replaced); an apply
 //!   configuration that sets an atomic list, map or struct is refused, as
 //!   upstream's `validatePatch` does.
-//! - **Reinvocation**: when a later invocation changed the object, the
-//!   earlier invocations of `reinvocationPolicy: IfNeeded` policies run
-//!   once more; and when a later plugin (a mutating webhook) changed the
-//!   object, the chain reinvokes the plugin ([`Plugin::reinvoke`]): the
-//!   matching `IfNeeded` policies run once more. A change made then does
-//!   not reinvoke the webhooks (upstream's would reinvoke their `IfNeeded`
-//!   ones).
+//! - **Reinvocation** (upstream's reinvoker, through the request's
+//!   [`Reinvocation`](crate::admission::Reinvocation)): the `IfNeeded`
+//!   invocations run before a later change of the object, by a later
+//!   policy or by a mutating webhook, run once more in the chain's
+//!   reinvocation pass ([`Plugin::reinvoke`]); a change made then
+//!   reinvokes the `IfNeeded` webhooks after them in turn.
 //! - **Errors** are upstream's `PolicyError`s: `policy '<p>' with binding
 //!   '<b>' denied request: <why>` (`policy "<p>" denied request: ...` for a
 //!   policy-level configuration error), dropped under `failurePolicy:
@@ -268,24 +267,6 @@ impl Default for MutatingAdmissionPolicies {
     }
 }
 
-/// The invocations a round runs.
-#[derive(Clone, Copy)]
-enum Only<'a> {
-    /// Every matching one.
-    All,
-    /// Those of these keys ([`invocation_key`]).
-    Keys(&'a BTreeSet<String>),
-    /// Those of `reinvocationPolicy: IfNeeded` policies.
-    IfNeeded,
-}
-
-/// What one round decided: the invocations to run again, and the errors.
-#[derive(Default)]
-struct Round {
-    reinvoke: BTreeSet<String>,
-    errors: Vec<PolicyError>,
-}
-
 impl MutatingAdmissionPolicies {
     /// The plugin, with nothing listed yet.
     pub fn new() -> Self {
@@ -297,15 +278,18 @@ impl MutatingAdmissionPolicies {
     /// One round: the invocations matching the request as it is when the
     /// round starts (the generic `policyDispatcher.Dispatch`), then each
     /// run in order (`dispatchInvocations`); `only` limits a reinvocation
-    /// round to the invocations to run again.
+    /// round to the invocations to run again. The `IfNeeded` invocations
+    /// run are recorded in the request's
+    /// [`Reinvocation`](crate::admission::Reinvocation), and a change of
+    /// the object asks for those run before it to run again.
     async fn round(
         &self,
         snapshot: &Snapshot<Mutating>,
         attrs: &mut Attributes,
         ctx: &Context,
-        only: Only<'_>,
-    ) -> Result<Round, Error> {
-        let mut out = Round::default();
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<PolicyError>, Error> {
+        let mut errors = Vec::new();
         let mut invocations: Vec<(&Policy, &str, Matched, Value)> = Vec::new();
         for hook in &snapshot.hooks {
             let policy = &hook.policy;
@@ -326,13 +310,13 @@ impl MutatingAdmissionPolicies {
                 Ok(Some(m)) => m,
                 Ok(None) => continue,
                 Err(e) => {
-                    out.errors.push(config_error(e.to_string(), None));
+                    errors.push(config_error(e.to_string(), None));
                     continue;
                 }
             };
             let params_source = match &policy.params {
                 Some(Err(e)) => {
-                    out.errors.push(config_error(e.clone(), None));
+                    errors.push(config_error(e.clone(), None));
                     continue;
                 }
                 Some(Ok(s)) => Some(s),
@@ -344,8 +328,7 @@ impl MutatingAdmissionPolicies {
                         Ok(Some(_)) => {}
                         Ok(None) => continue,
                         Err(e) => {
-                            out.errors
-                                .push(config_error(e.to_string(), Some(&binding.name)));
+                            errors.push(config_error(e.to_string(), Some(&binding.name)));
                             continue;
                         }
                     }
@@ -356,7 +339,7 @@ impl MutatingAdmissionPolicies {
                     {
                         Ok(p) => p,
                         Err(e) => {
-                            out.errors.push(config_error(e, Some(&binding.name)));
+                            errors.push(config_error(e, Some(&binding.name)));
                             continue;
                         }
                     };
@@ -366,18 +349,12 @@ impl MutatingAdmissionPolicies {
             }
         }
         if invocations.is_empty() {
-            return Ok(out);
+            return Ok(errors);
         }
         let namespace = namespace_value(attrs, ctx, true).await?;
-        let mut invoked_reinvocable: BTreeSet<String> = BTreeSet::new();
         for (policy, binding, matched, param) in &invocations {
             let key = invocation_key(&policy.name, binding, param);
-            let run = match only {
-                Only::All => true,
-                Only::Keys(keys) => keys.contains(&key),
-                Only::IfNeeded => policy.reinvoke,
-            };
-            if !run {
+            if only.is_some_and(|keys| !keys.contains(&key)) {
                 continue;
             }
             let before = attrs.object.clone();
@@ -388,15 +365,15 @@ impl MutatingAdmissionPolicies {
                 param,
                 namespace: namespace.clone(),
             }
-            .run(attrs, &mut out.errors);
+            .run(attrs, &mut errors);
             if attrs.object != before {
-                out.reinvoke.extend(invoked_reinvocable.iter().cloned());
+                attrs.reinvocation.request_previously_invoked(PLUGIN);
             }
             if policy.reinvoke {
-                invoked_reinvocable.insert(key);
+                attrs.reinvocation.invoked(PLUGIN, key);
             }
         }
-        Ok(out)
+        Ok(errors)
     }
 }
 
@@ -640,41 +617,25 @@ impl Plugin for MutatingAdmissionPolicies {
         if snapshot.hooks.is_empty() {
             return Ok(());
         }
-        let first = self.round(&snapshot, attrs, ctx, Only::All).await?;
-        if let Some(err) = into_error(first.errors, attrs) {
-            return Err(err);
+        let errors = self.round(&snapshot, attrs, ctx, None).await?;
+        match into_error(errors, attrs) {
+            Some(err) => Err(err),
+            None => Ok(()),
         }
-        if !first.reinvoke.is_empty() {
-            let again = self
-                .round(&snapshot, attrs, ctx, Only::Keys(&first.reinvoke))
-                .await?;
-            if let Some(err) = into_error(again.errors, attrs) {
-                return Err(err);
-            }
-        }
-        Ok(())
     }
 
-    /// Asked after [`admit`](Plugin::admit): whether any policy is
-    /// `reinvocationPolicy: IfNeeded`.
-    fn reinvocable(&self) -> bool {
-        self.source
-            .current()
-            .hooks
-            .iter()
-            .any(|h| h.policy.reinvoke)
-    }
-
-    /// A later plugin (a mutating webhook) changed the object: the
-    /// matching `IfNeeded` policies run once more (upstream reinvokes the
-    /// ones it had invoked when the object changed since).
+    /// The reinvocation pass: the `IfNeeded` invocations run before a
+    /// later change of the object (by a later policy, or by a mutating
+    /// webhook) run once more; one not run in the first round is not run
+    /// now.
     async fn reinvoke(&self, attrs: &mut Attributes, ctx: &Context) -> Result<(), Error> {
-        if matching::is_exempt(attrs) {
+        let keys = attrs.reinvocation.take_requested(PLUGIN);
+        if keys.is_empty() || matching::is_exempt(attrs) {
             return Ok(());
         }
         let snapshot = self.source.hooks(ctx).await?;
-        let round = self.round(&snapshot, attrs, ctx, Only::IfNeeded).await?;
-        match into_error(round.errors, attrs) {
+        let errors = self.round(&snapshot, attrs, ctx, Some(&keys)).await?;
+        match into_error(errors, attrs) {
             Some(err) => Err(err),
             None => Ok(()),
         }

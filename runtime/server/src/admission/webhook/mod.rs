@@ -20,7 +20,9 @@
 //! - **Mutating** webhooks run one after another; a JSON patch is applied to
 //!   the object in the version the webhook was called with, which is then
 //!   decoded (and defaulted) again. With `reinvocationPolicy: IfNeeded` a
-//!   webhook is called a second time if a later webhook changed the object.
+//!   webhook is called a second time, in the chain's reinvocation pass, if
+//!   a later webhook changed the object, or a plugin reinvoked in that pass
+//!   (a mutating policy) changed it.
 //! - **Validating** webhooks run in parallel; the first error wins.
 //! - Errors, audit annotations, warnings and metrics are upstream's.
 
@@ -694,20 +696,20 @@ fn audit_json(value: Value) -> String {
 impl MutatingWebhooks {
     /// One round over the webhooks (`mutatingDispatcher.Dispatch`):
     /// `only` limits a reinvocation round to the webhooks to call again.
-    /// Returns the indexes of the reinvocable webhooks called before the
-    /// last change of the object.
+    /// The `IfNeeded` webhooks called are recorded in the request's
+    /// [`Reinvocation`](super::Reinvocation), and a change of the object
+    /// asks for those called before it to run again.
     async fn round(
         &self,
         hooks: &[Arc<Hook>],
         attrs: &mut Attributes,
         ctx: &Context,
         round: usize,
-        only: Option<&BTreeSet<usize>>,
-    ) -> Result<BTreeSet<usize>, Error> {
-        let mut invoked_reinvocable = BTreeSet::new();
-        let mut reinvoke = BTreeSet::new();
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<(), Error> {
         for (i, hook) in hooks.iter().enumerate() {
-            if only.is_some_and(|only| !only.contains(&i)) {
+            let key = reinvocation_key(hook);
+            if only.is_some_and(|only| !only.contains(&key)) {
                 continue;
             }
             let Some(inv) = should_call(hook, attrs, ctx).await? else {
@@ -775,15 +777,24 @@ impl MutatingWebhooks {
                 })),
             );
             if changed {
-                reinvoke.extend(invoked_reinvocable.iter().copied());
+                attrs
+                    .reinvocation
+                    .request_previously_invoked(MUTATING_PLUGIN);
             }
             if hook.reinvoke {
-                invoked_reinvocable.insert(i);
+                attrs.reinvocation.invoked(MUTATING_PLUGIN, key);
             }
             outcome?;
         }
-        Ok(reinvoke)
+        Ok(())
     }
+}
+
+/// Identifies a webhook across the chain's passes (upstream uses the
+/// configuration's name and the webhook's index; names are unique within
+/// a configuration).
+fn reinvocation_key(hook: &Hook) -> String {
+    format!("{}\u{0}{}", hook.configuration, hook.name)
 }
 
 /// Applies a webhook's JSON patch to the object in the invocation's
@@ -874,12 +885,24 @@ impl Plugin for MutatingWebhooks {
             // mutating webhooks see it as `oldObject`, so read it here.
             attrs.old_object = current_object(attrs, ctx).await?;
         }
-        let again = self.round(&snapshot.hooks, attrs, ctx, 0, None).await?;
-        if !again.is_empty() {
-            self.round(&snapshot.hooks, attrs, ctx, 1, Some(&again))
-                .await?;
+        self.round(&snapshot.hooks, attrs, ctx, 0, None).await
+    }
+
+    /// The reinvocation pass: the `IfNeeded` webhooks called before a
+    /// later change of the object (by a later webhook, or by a plugin
+    /// reinvoked after them, such as a mutating policy) are called once
+    /// more; a webhook not called in the first round is not called now.
+    async fn reinvoke(&self, attrs: &mut Attributes, ctx: &Context) -> Result<(), Error> {
+        let keys = attrs.reinvocation.take_requested(MUTATING_PLUGIN);
+        if keys.is_empty() || matching::is_exempt(attrs) {
+            return Ok(());
         }
-        Ok(())
+        let snapshot = self
+            .source
+            .hooks::<MutatingWebhookConfiguration>(ctx)
+            .await?;
+        self.round(&snapshot.hooks, attrs, ctx, 1, Some(&keys))
+            .await
     }
 }
 
