@@ -516,6 +516,150 @@ async fn replica_limit_with_a_param_config_map() {
         .expect("within every selected limit");
 }
 
+/// The ReplicaLimit kind of the documentation's first example, and its
+/// param object, as the documentation writes them.
+const REPLICA_LIMITS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: replicalimits.rules.example.com
+spec:
+  group: rules.example.com
+  scope: Namespaced
+  names: {plural: replicalimits, singular: replicalimit, kind: ReplicaLimit}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          maxReplicas: {type: integer}
+"#;
+
+/// The documentation's first example as it is written: the param is a
+/// custom resource (`paramKind: rules.example.com/v1 ReplicaLimit`, served
+/// from a CustomResourceDefinition created after the server started),
+/// named with its namespace by the binding.
+#[tokio::test]
+async fn replica_limit_with_a_custom_resource_param() {
+    let server = Server::start().await;
+    let client = server.client().await;
+    let k = Kubectl::new(&server);
+    let dir = tempfile::tempdir().expect("tmp");
+    for (file, text) in [("widgets.yaml", WIDGETS), ("limits.yaml", REPLICA_LIMITS)] {
+        let path = dir.path().join(file);
+        std::fs::write(&path, text).expect("write");
+        k.ok(&["apply", "-f", path.to_str().expect("path")]);
+    }
+    for crd in [
+        "crd/widgets.example.com",
+        "crd/replicalimits.rules.example.com",
+    ] {
+        k.ok(&["wait", "--for=condition=Established", "--timeout=20s", crd]);
+    }
+    let ar = ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let widget = |name: &str, replicas: i64| -> DynamicObject {
+        from(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": name}, "spec": {"replicas": replicas}}))
+    };
+    let param = dir.path().join("param.yaml");
+    std::fs::write(
+        &param,
+        "apiVersion: rules.example.com/v1\nkind: ReplicaLimit\nmetadata:\n  name: replica-limit-test.example.com\n  namespace: default\nmaxReplicas: 3\n",
+    )
+    .expect("write");
+    common::eventually(&server, "replicalimits served", || {
+        let out = k.run(&["apply", "-f", param.to_str().expect("path")]);
+        async move { out.status.success() }
+    })
+    .await;
+
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    policies
+        .create(
+            &PostParams::default(),
+            &from(json!({
+                "metadata": {"name": "replicalimit-policy.example.com"},
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "paramKind": {"apiVersion": "rules.example.com/v1", "kind": "ReplicaLimit"},
+                    "matchConstraints": {"resourceRules": [{
+                        "apiGroups": ["example.com"], "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"], "resources": ["widgets"],
+                    }]},
+                    "validations": [{
+                        "expression": "object.spec.replicas <= params.maxReplicas",
+                        "messageExpression": "'object.spec.replicas must be no greater than ' + string(params.maxReplicas)",
+                        "reason": "Invalid",
+                    }],
+                },
+            })),
+        )
+        .await
+        .expect("policy");
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding(
+                "replicalimit-binding-test.example.com",
+                json!({"policyName": "replicalimit-policy.example.com", "validationActions": ["Deny"],
+                    "paramRef": {"name": "replica-limit-test.example.com", "namespace": "default",
+                        "parameterNotFoundAction": "Deny"}}),
+            ),
+        )
+        .await
+        .expect("binding");
+
+    let s = eventually_some(&server, "the custom resource's limit", |n| {
+        let widgets = widgets.clone();
+        let w = widget(&format!("big-{n}"), 10);
+        async move {
+            widgets
+                .create(&PostParams::default(), &w)
+                .await
+                .err()
+                .map(api_status)
+        }
+    })
+    .await;
+    assert_eq!(s.code, 422, "{s:?}");
+    assert_eq!(s.reason, "Invalid");
+    assert!(
+        s.message.ends_with("is forbidden: ValidatingAdmissionPolicy 'replicalimit-policy.example.com' with binding 'replicalimit-binding-test.example.com' denied request: object.spec.replicas must be no greater than 3"),
+        "{}",
+        s.message
+    );
+    widgets
+        .create(&PostParams::default(), &widget("small", 3))
+        .await
+        .expect("within the limit");
+    // The param's change applies to the next request.
+    k.ok(&[
+        "patch",
+        "replicalimit",
+        "replica-limit-test.example.com",
+        "--type=merge",
+        "-p",
+        r#"{"maxReplicas": 12}"#,
+    ]);
+    eventually_some(&server, "the raised limit", |n| {
+        let widgets = widgets.clone();
+        let w = widget(&format!("ten-{n}"), 10);
+        async move { widgets.create(&PostParams::default(), &w).await.ok() }
+    })
+    .await;
+}
+
 /// A label requirement bound to namespaces labelled `environment: test`
 /// (the documentation's namespaceSelector binding), then the Warn and
 /// Audit actions with `auditAnnotations`, and `failurePolicy` on an

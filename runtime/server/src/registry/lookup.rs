@@ -2,7 +2,7 @@
 //! and plural, for admission plugins and controllers.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, Weak};
 
 use serde_json::Value;
 
@@ -16,10 +16,18 @@ use apiforge_core::resource::KindInfo;
 /// facts (as the API server keys them).
 pub type StoreMap = HashMap<(String, String, String), (Store, &'static KindInfo)>;
 
+/// The served map of [`super::Stores`] (keyed by the scheme's names),
+/// which kinds added at run time (custom resources) join.
+pub(crate) type ServedMap =
+    HashMap<(&'static str, &'static str, &'static str), (Store, &'static KindInfo)>;
+
 /// The stores of the served resources, keyed by `(group, version, plural)`.
 #[derive(Clone, Default)]
 pub struct StoreLookup {
     stores: Arc<StoreMap>,
+    /// The live map of the server's stores, for the kinds added after the
+    /// chain was built (weak: those stores hold the chain that holds this).
+    added: Option<Weak<RwLock<Arc<ServedMap>>>>,
 }
 
 impl StoreLookup {
@@ -27,7 +35,24 @@ impl StoreLookup {
     pub fn new(stores: StoreMap) -> Self {
         StoreLookup {
             stores: Arc::new(stores),
+            added: None,
         }
+    }
+
+    /// Also reads the kinds served later from `served` (custom resources).
+    pub(crate) fn with_added(mut self, served: Weak<RwLock<Arc<ServedMap>>>) -> Self {
+        self.added = Some(served);
+        self
+    }
+
+    /// The live map of kinds added later, if the server still runs.
+    fn added(&self) -> Option<Arc<ServedMap>> {
+        let served = self.added.as_ref()?.upgrade()?;
+        let map = served
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        Some(map)
     }
 
     /// The store serving `group`/`version`/`resource`, with that version's
@@ -37,9 +62,16 @@ impl StoreLookup {
         group: &str,
         version: &str,
         resource: &str,
-    ) -> Option<&(Store, &'static KindInfo)> {
-        self.stores
-            .get(&(group.to_string(), version.to_string(), resource.to_string()))
+    ) -> Option<(Store, &'static KindInfo)> {
+        if let Some(found) =
+            self.stores
+                .get(&(group.to_string(), version.to_string(), resource.to_string()))
+        {
+            return Some(found.clone());
+        }
+        let added = self.added()?;
+        let map: &HashMap<(&str, &str, &str), _> = &added;
+        map.get(&(group, version, resource)).cloned()
     }
 
     fn encode(store: &Store, info: &KindInfo, hub: &Value) -> ApiResult<Value> {
@@ -63,10 +95,14 @@ impl Lookup for StoreLookup {
     }
 
     fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<(String, bool)> {
-        self.stores.values().find_map(|(_, info)| {
+        let mapping = |info: &&'static KindInfo| {
             (info.group == group && info.version == version && info.kind == kind)
                 .then(|| (info.plural.to_string(), info.namespaced()))
-        })
+        };
+        self.stores
+            .values()
+            .find_map(|(_, info)| mapping(info))
+            .or_else(|| self.added()?.values().find_map(|(_, info)| mapping(info)))
     }
 
     async fn get(
@@ -81,6 +117,7 @@ impl Lookup for StoreLookup {
         let Some((store, info)) = self.store(group, version, resource) else {
             return Ok(None);
         };
+        let store = &store;
         if !fresh {
             // From the watch cache: the object's encoding in `version` is
             // made once and shared (with GETs and watches), so a lookup on
@@ -126,6 +163,7 @@ impl Lookup for StoreLookup {
         let Some((store, info)) = self.store(group, version, resource) else {
             return Ok(None);
         };
+        let store = &store;
         // Like an informer's lister in kube: the watch cache as it is. A
         // consistent list would ask storage for its current revision and
         // wait for the cache to reach it on every admitted request.
@@ -146,7 +184,21 @@ impl Lookup for StoreLookup {
 /// [`Lookup`] reads through the stores as they were (without admission), so
 /// no store holds a chain that holds it.
 pub fn attach_admission(stores: StoreMap, plugins: crate::admission::Plugins) -> StoreMap {
-    let lookup = Arc::new(StoreLookup::new(stores.clone()));
+    attach_admission_with(stores, plugins, None)
+}
+
+/// [`attach_admission`], with a chain whose lookup also reads the kinds
+/// added to `served` later.
+pub(crate) fn attach_admission_with(
+    stores: StoreMap,
+    plugins: crate::admission::Plugins,
+    served: Option<Weak<RwLock<Arc<ServedMap>>>>,
+) -> StoreMap {
+    let mut lookup = StoreLookup::new(stores.clone());
+    if let Some(served) = served {
+        lookup = lookup.with_added(served);
+    }
+    let lookup = Arc::new(lookup);
     let chain = Arc::new(crate::admission::Chain::new(plugins, lookup));
     stores
         .into_iter()

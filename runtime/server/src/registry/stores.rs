@@ -10,10 +10,8 @@ use apiforge_core::resource::KindInfo;
 use apiforge_core::scheme::{Kind, Scheme};
 use apiforge_storage::Storage;
 
-use super::{CacheOptions, Caches, Store, attach_admission};
-
-/// Key of [`Stores`]: group, version and plural, as the scheme names them.
-type Key = (&'static str, &'static str, &'static str);
+use super::lookup::{ServedMap, attach_admission_with};
+use super::{CacheOptions, Caches, Store};
 
 /// The store and kind facts of every served (group, version, plural).
 /// One store serves every version of a kind. Cloning is cheap; clones
@@ -23,12 +21,15 @@ pub struct Stores {
     shared: Arc<Shared>,
 }
 
-type Map = HashMap<Key, (Store, &'static KindInfo)>;
+/// Keyed by group, version and plural, as the scheme names them.
+type Map = ServedMap;
 
 /// What the clones of one [`Stores`] share.
 #[derive(Default)]
 struct Shared {
-    by_resource: RwLock<Arc<Map>>,
+    /// Shared with the admission chain's lookup (weakly), which reads the
+    /// kinds added later through it.
+    by_resource: Arc<RwLock<Arc<Map>>>,
     /// What a store for a kind added later is built from.
     factory: Option<Factory>,
     /// Bumped on every change of the map (controllers that hold one store
@@ -83,20 +84,25 @@ impl Stores {
                 }
             }
         }
-        let by_resource: Map = attach_admission(stores, admission)
-            .into_iter()
-            .filter_map(|((group, _, _), (store, info))| {
-                let group = scheme.groups().iter().find(|g| g.name == group)?.name;
-                Some(((group, info.version, info.plural), (store, info)))
-            })
-            .collect();
+        let served: Arc<RwLock<Arc<Map>>> = Arc::default();
+        let by_resource: Map =
+            attach_admission_with(stores, admission, Some(Arc::downgrade(&served)))
+                .into_iter()
+                .filter_map(|((group, _, _), (store, info))| {
+                    let group = scheme.groups().iter().find(|g| g.name == group)?.name;
+                    Some(((group, info.version, info.plural), (store, info)))
+                })
+                .collect();
         let chain = by_resource
             .values()
             .next()
             .map(|(store, _)| store.admission().clone());
+        *served
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(by_resource);
         Stores {
             shared: Arc::new(Shared {
-                by_resource: RwLock::new(Arc::new(by_resource)),
+                by_resource: served,
                 factory: Some(Factory {
                     storage,
                     prefix: prefix.to_string(),
