@@ -951,3 +951,174 @@ async fn gateway_api_safe_upgrades_policy() {
         .await
         .expect("v1.5.0 installs");
 }
+
+/// CEL's `authorizer` (upstream's authz library) asks the server's RBAC
+/// about the requesting user: a match condition that exempts whoever may
+/// list every secret, a resource check by namespace and name, the
+/// request's own resource (`authorizer.requestResource`), and a service
+/// account's permissions (`serviceAccount`, matched by RBAC as the
+/// `ServiceAccount` subject).
+#[tokio::test]
+async fn authorizer_checks_ask_rbac() {
+    use common::auth::{Credential, client_with, token_file};
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+
+    let tmp = tempfile::tempdir().expect("tmp");
+    let tokens = token_file(tmp.path(), &["alice-token,alice,1", "bob-token,bob,2"]);
+    let server = Server::start_with(&["--token-auth-file", tokens.to_str().expect("path")]).await;
+    let admin = server.client().await;
+    let roles: Api<Role> = Api::namespaced(admin.clone(), "default");
+    let role_bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), "default");
+    // alice: create and delete configmaps, read the secret `allowed` only;
+    // bob: create configmaps, read every secret, delete nothing; the
+    // builder service account reads configmaps.
+    for (name, rules, subject) in [
+        (
+            "alice",
+            json!([
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "delete"]},
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["allowed"]},
+            ]),
+            json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}),
+        ),
+        (
+            "bob",
+            json!([
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+            ]),
+            json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "bob"}),
+        ),
+        (
+            "builder",
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]),
+            json!({"kind": "ServiceAccount", "name": "builder", "namespace": "default"}),
+        ),
+    ] {
+        roles
+            .create(
+                &PostParams::default(),
+                &from(json!({"metadata": {"name": name}, "rules": rules})),
+            )
+            .await
+            .expect("role");
+        role_bindings
+            .create(
+                &PostParams::default(),
+                &from(json!({"metadata": {"name": name},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                    "subjects": [subject]})),
+            )
+            .await
+            .expect("role binding");
+    }
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(admin.clone());
+    policies
+        .create(
+            &PostParams::default(),
+            &configmap_policy(
+                "authorizer-checks",
+                json!({
+                    "matchConditions": [{"name": "not-a-secret-lister",
+                        "expression": "!authorizer.group('').resource('secrets').check('list').allowed()"}],
+                    "validations": [
+                        {"expression": "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).name(object.metadata.labels['secret']).check('get').allowed()",
+                         "message": "the creator must read the secret it names"},
+                        {"expression": "authorizer.requestResource.check('delete').allowed()",
+                         "message": "the creator must be able to delete it"},
+                        {"expression": "authorizer.serviceAccount('default', 'builder').group('').resource('configmaps').namespace('default').check('get').allowed()",
+                         "message": "the builder service account must read configmaps"},
+                        {"expression": "!authorizer.path('/healthz').check('get').errored()",
+                         "message": "the authorizer failed"},
+                    ],
+                }),
+            ),
+        )
+        .await
+        .expect("policy");
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(admin.clone());
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding(
+                "authorizer-checks-binding",
+                json!({"policyName": "authorizer-checks", "validationActions": ["Deny"]}),
+            ),
+        )
+        .await
+        .expect("binding");
+
+    let alice = client_with(&server, &Credential::token("alice-token")).await;
+    let bob = client_with(&server, &Credential::token("bob-token")).await;
+    let denial = |message: &str| {
+        format!(
+            "is forbidden: ValidatingAdmissionPolicy 'authorizer-checks' with binding 'authorizer-checks-binding' denied request: {message}"
+        )
+    };
+    // alice may not read the secret `other` her configmap names.
+    let s = refused(
+        &server,
+        &alice,
+        "default",
+        &config_map("other", json!({"secret": "other"}), json!({})),
+    )
+    .await;
+    // A validation without `reason` answers 422 Invalid.
+    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
+    assert!(
+        s.message
+            .ends_with(&denial("the creator must read the secret it names")),
+        "{}",
+        s.message
+    );
+    // alice reads `allowed`, may delete configmaps, and the service
+    // account reads configmaps: admitted.
+    try_create(
+        &alice,
+        "default",
+        &config_map("allowed", json!({"secret": "allowed"}), json!({})),
+    )
+    .await
+    .expect("every check allows alice");
+    // bob reads every secret but may not delete configmaps.
+    let s = try_create(
+        &bob,
+        "default",
+        &config_map("b", json!({"secret": "allowed"}), json!({})),
+    )
+    .await
+    .expect_err("bob cannot delete what he creates");
+    assert!(
+        s.message
+            .ends_with(&denial("the creator must be able to delete it")),
+        "{}",
+        s.message
+    );
+    // The admin may list every secret: the match condition exempts it
+    // (it may still create configmaps the others may not).
+    try_create(
+        &admin,
+        "default",
+        &config_map("other", json!({"secret": "other"}), json!({})),
+    )
+    .await
+    .expect("the admin is not matched");
+    // Without the service account's role, every check of it fails.
+    role_bindings
+        .delete("builder", &Default::default())
+        .await
+        .expect("delete role binding");
+    let s = refused(
+        &server,
+        &alice,
+        "default",
+        &config_map("allowed", json!({"secret": "allowed"}), json!({})),
+    )
+    .await;
+    assert!(
+        s.message
+            .ends_with(&denial("the builder service account must read configmaps")),
+        "{}",
+        s.message
+    );
+}

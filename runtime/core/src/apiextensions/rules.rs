@@ -48,15 +48,18 @@ pub(crate) struct CompiledRule {
 /// extension and the Kubernetes functions the rules we serve use.
 pub(crate) fn env() -> Arc<cel::Env> {
     static ENV: OnceLock<Arc<cel::Env>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let mut env = cel::Env::stdlib();
-        // Registration of fixed, distinct overloads cannot fail; a failure
-        // only leaves a function out (rules using it then fail to compile).
-        let _ = env.add_extension(cel::extensions::strings);
-        let _ = env.add_extension(kubernetes_library);
-        Arc::new(env)
-    })
-    .clone()
+    ENV.get_or_init(|| Arc::new(new_env())).clone()
+}
+
+/// A new environment with what [`env`] has, for environments that add to
+/// it (admission's adds the authorizer library).
+pub(crate) fn new_env() -> cel::Env {
+    let mut env = cel::Env::stdlib();
+    // Registration of fixed, distinct overloads cannot fail; a failure
+    // only leaves a function out (rules using it then fail to compile).
+    let _ = env.add_extension(cel::extensions::strings);
+    let _ = env.add_extension(kubernetes_library);
+    env
 }
 
 fn is_ip(s: &CelString<'_>) -> CelBool {

@@ -164,7 +164,7 @@ impl Conditions {
     /// condition is evaluated; validation refuses such conditions on
     /// write).
     pub fn compile(conditions: &[MatchCondition]) -> Self {
-        let env = apiforge_core::apiextensions::cel_env();
+        let env = apiforge_core::cel_authorizer::admission_env();
         Conditions(
             conditions
                 .iter()
@@ -184,7 +184,8 @@ impl Conditions {
         self.0.is_empty()
     }
 
-    /// Evaluates the conditions over `object`, `oldObject` and `request`
+    /// Evaluates the conditions over `object`, `oldObject`, `request` and
+    /// `authorizer` (for the request of `attrs`, through `ctx`)
     /// (`matching.Matcher.Match`): `Ok(false)` as soon as one is false;
     /// errors (when none is false) are returned joined, for the caller to
     /// apply its failure policy.
@@ -193,16 +194,19 @@ impl Conditions {
         object: Option<&Value>,
         old_object: Option<&Value>,
         request: &Value,
+        ctx: &Context,
+        attrs: &Attributes,
     ) -> Result<bool, String> {
         if self.0.is_empty() {
             return Ok(true);
         }
-        let env = apiforge_core::apiextensions::cel_env();
+        let env = apiforge_core::cel_authorizer::admission_env();
         let mut cel_ctx = cel::Context::with_env(env);
         let to_cel = |v: Option<&Value>| v.map_or(cel::Value::Null, apiforge_core::cel::to_cel);
         cel_ctx.add_variable_from_value("object", to_cel(object));
         cel_ctx.add_variable_from_value("oldObject", to_cel(old_object));
         cel_ctx.add_variable_from_value("request", apiforge_core::cel::to_cel(request));
+        ctx.bind_authorizer(&mut cel_ctx, attrs);
         self.evaluate_in(&cel_ctx)
     }
 
@@ -528,16 +532,68 @@ mod tests {
         ]);
         let obj = json!({"metadata": {"labels": {"x": "1"}}});
         let req = json!({"namespace": "default"});
-        assert_eq!(conds.evaluate(Some(&obj), None, &req), Ok(true));
+        let ctx = Context::new(Arc::new(super::super::NoLookup));
+        let attrs = Attributes::default();
+        assert_eq!(
+            conds.evaluate(Some(&obj), None, &req, &ctx, &attrs),
+            Ok(true)
+        );
         let req = json!({"namespace": "kube-system"});
-        assert_eq!(conds.evaluate(Some(&obj), None, &req), Ok(false));
+        assert_eq!(
+            conds.evaluate(Some(&obj), None, &req, &ctx, &attrs),
+            Ok(false)
+        );
         let bad = Conditions::compile(&[MatchCondition {
             name: "broken".into(),
             expression: "object.nope.deeper == 1".into(),
         }]);
         let err = bad
-            .evaluate(Some(&obj), None, &json!({}))
+            .evaluate(Some(&obj), None, &json!({}), &ctx, &attrs)
             .expect_err("no such key");
         assert!(err.starts_with("matchCondition \"broken\": "), "{err}");
+    }
+
+    /// Allows what `alice` asks.
+    struct AllowAlice;
+
+    impl apiforge_core::cel_authorizer::Checker for AllowAlice {
+        fn check(
+            &self,
+            request: &apiforge_core::cel_authorizer::CheckRequest,
+        ) -> apiforge_core::cel_authorizer::Answer {
+            apiforge_core::cel_authorizer::Answer {
+                allowed: request.user.name == "alice",
+                ..Default::default()
+            }
+        }
+    }
+
+    /// Conditions ask the context's authorizer about the request's user;
+    /// without an authorizer, `authorizer` is undeclared.
+    #[test]
+    fn match_conditions_ask_the_authorizer() {
+        let conds = Conditions::compile(&[MatchCondition {
+            name: "may-delete".into(),
+            expression: "authorizer.requestResource.check('delete').allowed()".into(),
+        }]);
+        let mut ctx = Context::new(Arc::new(super::super::NoLookup));
+        let mut attrs = Attributes {
+            resource: "flunders".into(),
+            ..Default::default()
+        };
+        let err = conds
+            .evaluate(None, None, &json!({}), &ctx, &attrs)
+            .expect_err("undeclared");
+        assert!(err.contains("authorizer"), "{err}");
+        ctx.authorizer = Some(Arc::new(AllowAlice));
+        assert_eq!(
+            conds.evaluate(None, None, &json!({}), &ctx, &attrs),
+            Ok(false)
+        );
+        attrs.user.username = "alice".into();
+        assert_eq!(
+            conds.evaluate(None, None, &json!({}), &ctx, &attrs),
+            Ok(true)
+        );
     }
 }

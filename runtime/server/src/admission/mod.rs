@@ -37,6 +37,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
+use apiforge_core::cel_authorizer::Checker;
 use apiforge_core::meta::{Status, StatusCause, StatusDetails};
 
 pub use async_trait::async_trait;
@@ -388,17 +389,47 @@ impl Lookup for NoLookup {
 #[derive(Clone)]
 pub struct Context {
     lookup: Arc<dyn Lookup>,
+    authorizer: Option<Arc<dyn Checker>>,
 }
 
 impl Context {
     /// A context reading objects through `lookup`.
     pub fn new(lookup: Arc<dyn Lookup>) -> Self {
-        Context { lookup }
+        Context {
+            lookup,
+            authorizer: None,
+        }
     }
 
     /// Read access to stored objects.
     pub fn lookup(&self) -> &dyn Lookup {
         self.lookup.as_ref()
+    }
+
+    /// Binds CEL's `authorizer` and `authorizer.requestResource` for the
+    /// request of `attrs` in `cel_ctx` (nothing without an authorizer).
+    pub fn bind_authorizer(&self, cel_ctx: &mut cel::Context<'_, '_>, attrs: &Attributes) {
+        let Some(checker) = &self.authorizer else {
+            return;
+        };
+        let user = &attrs.user;
+        apiforge_core::cel_authorizer::bind(
+            cel_ctx,
+            checker.clone(),
+            apiforge_core::cel_authorizer::User {
+                name: user.username.clone(),
+                uid: user.uid.clone(),
+                groups: user.groups.clone(),
+                extra: user.extra.clone(),
+            },
+            apiforge_core::cel_authorizer::RequestResource {
+                group: attrs.group.clone(),
+                resource: attrs.resource.clone(),
+                subresource: attrs.subresource.clone(),
+                namespace: attrs.namespace.clone(),
+                name: attrs.name.clone(),
+            },
+        );
     }
 }
 
@@ -458,9 +489,10 @@ pub trait Plugin: Send + Sync + 'static {
     }
 }
 
-/// The enabled plugins, in the order they run.
+/// The enabled plugins, in the order they run, and the authorizer CEL
+/// expressions ask ([`Plugins::with_authorizer`]).
 #[derive(Clone, Default)]
-pub struct Plugins(Vec<Arc<dyn Plugin>>);
+pub struct Plugins(Vec<Arc<dyn Plugin>>, Option<Arc<dyn Checker>>);
 
 impl Plugins {
     /// The enabled plugins' names, in order.
@@ -479,6 +511,14 @@ impl Plugins {
         self.0.push(plugin);
         self
     }
+
+    /// The authorizer of the `authorizer` variable of the plugins' CEL
+    /// expressions (match conditions, admission policies); without one,
+    /// expressions that read it fail as reading an undeclared variable.
+    pub fn with_authorizer(mut self, authorizer: Arc<dyn Checker>) -> Self {
+        self.1 = Some(authorizer);
+        self
+    }
 }
 
 impl fmt::Debug for Plugins {
@@ -489,7 +529,7 @@ impl fmt::Debug for Plugins {
 
 impl FromIterator<Arc<dyn Plugin>> for Plugins {
     fn from_iter<I: IntoIterator<Item = Arc<dyn Plugin>>>(iter: I) -> Self {
-        Plugins(iter.into_iter().collect())
+        Plugins(iter.into_iter().collect(), None)
     }
 }
 
@@ -696,10 +736,9 @@ impl Default for Chain {
 impl Chain {
     /// A chain of `plugins` reading objects through `lookup`.
     pub fn new(plugins: Plugins, lookup: Arc<dyn Lookup>) -> Self {
-        Chain {
-            plugins,
-            ctx: Context::new(lookup),
-        }
+        let mut ctx = Context::new(lookup);
+        ctx.authorizer = plugins.1.clone();
+        Chain { plugins, ctx }
     }
 
     /// A chain that admits everything.

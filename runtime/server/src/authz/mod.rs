@@ -12,6 +12,7 @@
 //! ([`delegated`]).
 
 pub mod abac;
+pub mod cel;
 pub mod delegated;
 pub mod escalation;
 pub mod rbac;

@@ -428,14 +428,19 @@ pub async fn run(
     )];
     health.add_shutdown();
 
-    // RBAC's escalation check is an admission plugin of the RBAC kinds.
-    let admission =
-        match authorizer.rbac() {
-            Some(rbac) => config.admission.clone().with(Arc::new(
-                crate::authz::escalation::EscalationCheck::new(authorizer.clone(), rbac.clone()),
-            )),
-            None => config.admission.clone(),
-        };
+    // RBAC's escalation check is an admission plugin of the RBAC kinds;
+    // CEL's `authorizer` asks the server's authorizer.
+    let admission = config
+        .admission
+        .clone()
+        .with_authorizer(Arc::new(crate::authz::cel::CelChecker(authorizer.clone())));
+    let admission = match authorizer.rbac() {
+        Some(rbac) => admission.with(Arc::new(crate::authz::escalation::EscalationCheck::new(
+            authorizer.clone(),
+            rbac.clone(),
+        ))),
+        None => admission,
+    };
     let stores = Stores::new(
         &scheme,
         storage,

@@ -21,8 +21,9 @@
 //! - **Evaluation** (per binding and param): `matchConditions`, then the
 //!   `variables` (in order, each seeing the earlier ones as
 //!   `variables.<name>`), the `validations` and `auditAnnotations`, over
-//!   `object`, `oldObject`, `request`, `params`, `namespaceObject` and
-//!   `variables`. The `authorizer` variable is not provided.
+//!   `object`, `oldObject`, `request`, `params`, `namespaceObject`,
+//!   `variables` and `authorizer` (with `authorizer.requestResource`, see
+//!   [`apiforge_core::cel_authorizer`]).
 //! - **Actions**: `Deny` fails the request with the first denial, `Warn`
 //!   adds a warning, `Audit` the `validation_failure` audit annotation;
 //!   `failurePolicy: Ignore` drops evaluation and configuration errors.
@@ -69,7 +70,7 @@ struct Expression {
 
 impl Expression {
     fn compile(source: &str) -> Self {
-        let program = apiforge_core::apiextensions::cel_env()
+        let program = apiforge_core::cel_authorizer::admission_env()
             .compile(source)
             .map(Arc::new)
             .map_err(|e| e.to_string());
@@ -498,7 +499,7 @@ impl Activation {
     /// so a request's policies share one such context and each evaluation
     /// runs in a child scope of it (with its params and variables).
     fn into_root(self) -> cel::Context<'static, 'static> {
-        let mut c = cel::Context::with_env(apiforge_core::apiextensions::cel_env());
+        let mut c = cel::Context::with_env(apiforge_core::cel_authorizer::admission_env());
         c.add_variable_from_value("object", self.object);
         c.add_variable_from_value("oldObject", self.old_object);
         c.add_variable_from_value("request", self.request);
@@ -547,7 +548,7 @@ fn root_context(
     namespace_object: cel::Value,
 ) -> cel::Context<'static, 'static> {
     let val = |v: Option<&Value>| v.map_or_else(|| json_to_val(&Value::Null), json_to_val);
-    let mut c = cel::Context::with_env(apiforge_core::apiextensions::cel_env());
+    let mut c = cel::Context::with_env(apiforge_core::cel_authorizer::admission_env());
     c.add_variable_as_val("object", val(object));
     c.add_variable_as_val("oldObject", val(old_object));
     c.add_variable_as_val("request", val(request));
@@ -951,12 +952,14 @@ impl ValidatingAdmissionPolicies {
                         let uid = uuid::Uuid::new_v4().to_string();
                         matching::admission_request(&uid, attrs, target, &matched.kind, None, None)
                     });
-                    let built = Arc::new(root_context(
+                    let mut root = root_context(
                         object.as_ref(),
                         old.as_ref().filter(|_| uses.old_object),
                         request.as_ref(),
                         ns_value,
-                    ));
+                    );
+                    ctx.bind_authorizer(&mut root, attrs);
+                    let built = Arc::new(root);
                     activations.insert(matched.version.clone(), built.clone());
                     activation = Some(built);
                 }

@@ -364,6 +364,7 @@ impl MutatingAdmissionPolicies {
                 matched,
                 param,
                 namespace: namespace.clone(),
+                context: ctx,
             }
             .run(attrs, &mut errors);
             if attrs.object != before {
@@ -400,6 +401,8 @@ struct Invocation<'a> {
     matched: &'a Matched,
     param: &'a Value,
     namespace: cel::Value,
+    /// The plugin context (the authorizer of `authorizer`).
+    context: &'a Context,
 }
 
 impl Invocation<'_> {
@@ -444,6 +447,7 @@ impl Invocation<'_> {
             namespace_object: self.namespace.clone(),
         };
         let mut ctx = activation.context(&apiforge_core::cel::to_cel(self.param));
+        self.context.bind_authorizer(&mut ctx, attrs);
         match self.policy.conditions.evaluate_in(&ctx) {
             Ok(true) => {}
             Ok(false) => return,

@@ -39,12 +39,14 @@ fn run(policy: &Policy, object: Value, param: Value) -> (Value, Vec<PolicyError>
     let mut a = attrs(object);
     let m = matched();
     let mut errors = Vec::new();
+    let context = Context::new(Arc::new(crate::admission::NoLookup));
     Invocation {
         policy,
         binding: "b",
         matched: &m,
         param: &param,
         namespace: cel::Value::Null,
+        context: &context,
     }
     .run(&mut a, &mut errors);
     (a.object.unwrap_or_default(), errors)

@@ -462,7 +462,7 @@ async fn should_call(
         let request = request_for(&invocation, attrs, "", object.as_ref(), old.as_ref());
         match hook
             .conditions
-            .evaluate(object.as_ref(), old.as_ref(), &request)
+            .evaluate(object.as_ref(), old.as_ref(), &request, ctx, attrs)
         {
             Ok(true) => {}
             Ok(false) => return Ok(None),
