@@ -41,6 +41,7 @@ pub mod apiextensions;
 pub mod builtin;
 pub mod bundle;
 pub mod cel;
+pub mod cel_check;
 #[cfg(feature = "kube")]
 pub mod client;
 #[doc(hidden)]
