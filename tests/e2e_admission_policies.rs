@@ -122,6 +122,97 @@ async fn refused(
     .await
 }
 
+/// Waits (at most 10 s) until policy `name`'s `status.observedGeneration`
+/// is `generation` (set by the status controller with `typeChecking`).
+async fn observed(
+    server: &Server,
+    policies: &Api<ValidatingAdmissionPolicy>,
+    name: &str,
+    generation: i64,
+) -> ValidatingAdmissionPolicy {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Ok(p) = policies.get(name).await
+            && let Some(status) = &p.status
+            && status.observed_generation == Some(generation)
+            && status.type_checking.is_some()
+        {
+            return p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "policy {name}: generation {generation} not observed within 10 s; log:\n{}",
+            server.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// `status.typeChecking`, as kube-controller-manager's status controller
+/// writes it: each validation's expressions are type-checked against the
+/// schema of core `v1` ConfigMaps; a bad expression gets a warning with
+/// cel-go's text, a good policy `typeChecking: {}`.
+#[tokio::test]
+async fn policy_status_reports_type_checking() {
+    let server = Server::start().await;
+    let client = server.client().await;
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let raw: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicy",
+            ),
+            "validatingadmissionpolicies",
+        ),
+    );
+    let created = policies
+        .create(
+            &PostParams::default(),
+            &configmap_policy(
+                "typed",
+                json!({"validations": [
+                    {"expression": "object.data.size() < 3 && object.metadata.name != ''"},
+                    {"expression": "object.foo == 'bar'",
+                     "messageExpression": "'name: ' + object.metadata.name"},
+                    {"expression": "has(object.data)", "messageExpression": "object.data.x + 1"},
+                ]}),
+            ),
+        )
+        .await
+        .expect("create policy");
+    // Not yet checked when the create answers (upstream's strategy clears
+    // the status).
+    assert_eq!(
+        created.status.as_ref().and_then(|s| s.observed_generation),
+        None
+    );
+    observed(&server, &policies, "typed", 1).await;
+    let status = raw.get("typed").await.expect("get").data["status"].clone();
+    assert_eq!(
+        status,
+        json!({"observedGeneration": 1, "typeChecking": {"expressionWarnings": [
+            {"fieldRef": "spec.validations[1].expression",
+             "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'foo'\n | object.foo == 'bar'\n | ......^\n"},
+            {"fieldRef": "spec.validations[2].messageExpression",
+             "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:15: found no matching overload for '_+_' applied to '(string, int)'\n | object.data.x + 1\n | ..............^\n"},
+        ]}})
+    );
+    // Fixing the spec: checked again, no warnings left.
+    let mut fixed = policies.get("typed").await.expect("get");
+    fixed.spec.as_mut().expect("spec").validations =
+        Some(vec![from(json!({"expression": "object.data.size() < 3"}))]);
+    policies
+        .replace("typed", &PostParams::default(), &fixed)
+        .await
+        .expect("replace");
+    observed(&server, &policies, "typed", 2).await;
+    let status = raw.get("typed").await.expect("get").data["status"].clone();
+    assert_eq!(status, json!({"observedGeneration": 2, "typeChecking": {}}));
+}
+
 #[tokio::test]
 async fn policies_and_bindings_are_stored_defaulted_and_validated() {
     let server = Server::start().await;
@@ -156,12 +247,18 @@ async fn policies_and_bindings_are_stored_defaulted_and_validated() {
         Some("*")
     );
     assert_eq!(created.metadata.generation, Some(1));
+    // The status controller type-checks the policy and records the
+    // generation it checked (with `typeChecking`, not on the write itself).
+    let checked = observed(&server, &policies, "demo", 1).await;
     assert_eq!(
-        created.status.as_ref().and_then(|s| s.observed_generation),
-        Some(1)
+        checked
+            .status
+            .as_ref()
+            .and_then(|s| s.type_checking.clone()),
+        Some(Default::default())
     );
     // A spec change bumps the generation; the status follows.
-    let mut changed = created.clone();
+    let mut changed = checked.clone();
     changed.spec.as_mut().expect("spec").validations =
         Some(vec![from(json!({"expression": "object.data.size() < 4"}))]);
     let replaced = policies
@@ -169,10 +266,7 @@ async fn policies_and_bindings_are_stored_defaulted_and_validated() {
         .await
         .expect("replace");
     assert_eq!(replaced.metadata.generation, Some(2));
-    assert_eq!(
-        replaced.status.as_ref().and_then(|s| s.observed_generation),
-        Some(2)
-    );
+    observed(&server, &policies, "demo", 2).await;
 
     // A CEL compile error, at upstream's field path.
     let s = api_status(

@@ -42,6 +42,7 @@ pub mod builtin;
 pub mod bundle;
 pub mod cel;
 pub mod cel_authorizer;
+pub mod cel_check;
 #[cfg(feature = "kube")]
 pub mod client;
 #[doc(hidden)]

@@ -23,6 +23,7 @@ use crate::validation::ErrorList;
 pub mod cel_mutation;
 pub mod mutating_policy;
 pub mod policy;
+pub mod type_checking;
 pub mod validation;
 
 pub use mutating_policy::{

@@ -13,19 +13,22 @@
 //!   of expired ones.
 //! - [`garbage_collector`]: deletes objects whose owners are gone, and
 //!   carries out orphaning and foreground deletion.
+//! - [`admission_policy_status`]: type-checks ValidatingAdmissionPolicies
+//!   and writes their `status.typeChecking`.
 //!
 //! The singleton controllers run on one replica at a time, as
 //! kube-controller-manager's: the holder of the `coordination.k8s.io/v1`
 //! Lease [`LEASE_NAMESPACE`]/[`LEASE_NAME`] ([`leader_election`], one lease
 //! for all of them, as kube-controller-manager's
-//! `kube-system/kube-controller-manager`) runs the namespace controller and
-//! the garbage collector, and is the one replica that finalizes deleted
+//! `kube-system/kube-controller-manager`) runs the namespace controller,
+//! the garbage collector and the admission policy status controller, and is the one replica that finalizes deleted
 //! CustomResourceDefinitions, writes APIServices' availability and
 //! collects expired identity leases ([`Leading`]). What every replica must
 //! do stays on every replica: serving custom resources, renewing its own
 //! identity lease, and the bootstrap of defaults (create-if-absent, as
 //! every kube-apiserver does it).
 
+pub mod admission_policy_status;
 pub mod authentication_trust;
 pub mod bootstrap;
 pub mod conversion_webhook;
@@ -108,11 +111,12 @@ pub fn start(
     }));
 }
 
-/// Runs the namespace controller and the garbage collector until `stop`
-/// turns true.
+/// Runs the namespace controller, the garbage collector and the
+/// admission policy status controller until `stop` turns true.
 async fn run_singletons(stores: Stores, stop: tokio::sync::watch::Receiver<bool>) {
     tokio::join!(
         namespace::run(stores.clone(), stop.clone()),
+        admission_policy_status::run(stores.clone(), stop.clone()),
         garbage_collector::run(stores, stop),
     );
 }

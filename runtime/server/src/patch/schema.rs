@@ -68,6 +68,12 @@ impl KindSchema {
         schema
     }
 
+    /// The root schema and the `#/components/schemas` map its `$ref`s
+    /// point into.
+    pub fn parts(&self) -> (&Value, &Map<String, Value>) {
+        (&self.root, &self.defs)
+    }
+
     /// The node of the whole object.
     pub fn root(&self) -> Node<'_> {
         Node::new(self, Some(&self.root))

@@ -7,7 +7,9 @@
 //! upstream's `ValidateValidatingAdmissionPolicy` and
 //! `ValidateValidatingAdmissionPolicyBinding` (see [`super::validation`]).
 //! The policies are enforced by the server's `ValidatingAdmissionPolicy`
-//! admission plugin.
+//! admission plugin; their `status` (`observedGeneration`, `typeChecking`)
+//! is written by the server's type-checking controller with
+//! [`super::type_checking::type_check`].
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -394,17 +396,6 @@ impl MatchResources {
     }
 }
 
-impl ValidatingAdmissionPolicy {
-    /// The status a write leaves: `observedGeneration` is the generation
-    /// the spec has after the write (the policy's type checking reports no
-    /// warnings: expressions are not checked against schemas).
-    fn observe(&mut self, generation: i64) {
-        let status = self.status.get_or_insert_with(Default::default);
-        status.observed_generation = Some(generation);
-        status.type_checking.get_or_insert_with(Default::default);
-    }
-}
-
 impl Strategy for ValidatingAdmissionPolicy {
     fn default_fields(&mut self) {
         self.spec
@@ -415,22 +406,18 @@ impl Strategy for ValidatingAdmissionPolicy {
         }
     }
 
-    /// A new policy's generation is 1.
+    /// A new policy starts with an empty status (upstream's
+    /// `PrepareForCreate`): `observedGeneration` and `typeChecking` are
+    /// written by the type-checking controller once it has checked the
+    /// policy (`type_checking`).
     fn prepare_for_create(&mut self) {
-        self.observe(1);
+        self.status = Some(ValidatingAdmissionPolicyStatus::default());
     }
 
-    /// The status stays (it is written through `/status`), with the
-    /// generation the write gives the spec observed.
+    /// The status stays (it is written through `/status`); a spec change
+    /// bumps the generation, which the controller then observes.
     fn prepare_for_update(&mut self, old: &Self) {
         self.status = old.status.clone();
-        let current = old.metadata.generation.max(1);
-        let next = if self.spec != old.spec {
-            current + 1
-        } else {
-            current
-        };
-        self.observe(next);
     }
 
     fn validate_create(&self) -> ErrorList {
