@@ -281,6 +281,9 @@ pub(crate) async fn admission(settings: &Settings) -> anyhow::Result<Vec<Figure>
         ));
     }
     drop(hook_server);
+    // The setup connection sat idle through the webhook runs, longer than
+    // the server keeps an idle connection open: a fresh one.
+    let mut conn = Conn::connect(target).await?;
 
     // ValidatingAdmissionPolicies: 1 and 10 policies (each with its
     // binding) select flunders by label; every one passes.
