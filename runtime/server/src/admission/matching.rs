@@ -50,17 +50,50 @@ pub struct Target<'a> {
 /// group, version, resource with subresource (`*`, `*/*`, `*/status`,
 /// `pods/*`), and scope.
 pub fn rule_matches(rule: &RuleWithOperations, attrs: &Attributes, target: Target<'_>) -> bool {
-    let exact_or_all = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
-    let op = attrs.operation().as_str();
-    let resource = rule.resources.iter().any(|r| {
-        let (res, sub) = r.split_once('/').unwrap_or((r, ""));
-        (res == "*" || res == target.resource) && (sub == "*" || sub == attrs.subresource)
-    });
-    exact_or_all(&rule.operations, op)
-        && exact_or_all(&rule.api_groups, target.group)
-        && exact_or_all(&rule.api_versions, target.version)
-        && resource
-        && scope_matches(rule.scope.as_deref(), attrs)
+    RuleFields {
+        operations: &rule.operations,
+        api_groups: &rule.api_groups,
+        api_versions: &rule.api_versions,
+        resources: &rule.resources,
+        scope: rule.scope.as_deref(),
+    }
+    .matches(attrs, target)
+}
+
+/// The fields of a rule, borrowed from a webhook's or a policy's rule.
+struct RuleFields<'a> {
+    operations: &'a [String],
+    api_groups: &'a [String],
+    api_versions: &'a [String],
+    resources: &'a [String],
+    scope: Option<&'a str>,
+}
+
+impl<'a> RuleFields<'a> {
+    fn named(rule: &'a NamedRuleWithOperations) -> Self {
+        RuleFields {
+            operations: &rule.operations,
+            api_groups: &rule.api_groups,
+            api_versions: &rule.api_versions,
+            resources: &rule.resources,
+            scope: rule.scope.as_deref(),
+        }
+    }
+
+    fn matches(&self, attrs: &Attributes, target: Target<'_>) -> bool {
+        let exact_or_all =
+            |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
+        let op = attrs.operation().as_str();
+        let resource = self.resources.iter().any(|r| {
+            let (res, sub) = r.split_once('/').unwrap_or((r, ""));
+            (res == "*" || res == target.resource) && (sub == "*" || sub == attrs.subresource)
+        });
+        exact_or_all(self.operations, op)
+            && exact_or_all(self.api_groups, target.group)
+            && exact_or_all(self.api_versions, target.version)
+            && resource
+            && scope_matches(self.scope, attrs)
+    }
 }
 
 /// `rules.Matcher.scope`: namespaces themselves count as cluster-scoped.
@@ -74,7 +107,7 @@ fn scope_matches(scope: Option<&str>, attrs: &Attributes) -> bool {
 }
 
 fn labels_of(obj: Option<&Value>) -> Option<BTreeMap<String, String>> {
-    let labels = obj?.pointer("/metadata/labels");
+    let labels = obj?.get("metadata").and_then(|m| m.get("labels"));
     Some(
         labels
             .and_then(Value::as_object)
@@ -284,7 +317,7 @@ pub fn named_rules_match(
     };
     if rules
         .iter()
-        .any(|r| rule_matches(&r.rule(), attrs, own) && names_match(r))
+        .any(|r| RuleFields::named(r).matches(attrs, own) && names_match(r))
     {
         return Some(Matched {
             version: attrs.version.clone(),
@@ -297,7 +330,7 @@ pub fn named_rules_match(
     }
     let codec = attrs.codec.as_ref()?;
     for rule in rules {
-        let plain = rule.rule();
+        let plain = RuleFields::named(rule);
         for v in codec.0.versions() {
             let info = v.info;
             if info.version == attrs.version {
@@ -308,7 +341,7 @@ pub fn named_rules_match(
                 version: info.version,
                 resource: info.plural,
             };
-            if rule_matches(&plain, attrs, target) && names_match(rule) {
+            if plain.matches(attrs, target) && names_match(rule) {
                 return Some(Matched {
                     version: info.version.to_string(),
                     resource: info.plural.to_string(),

@@ -181,6 +181,7 @@ struct Uses {
     old_object: bool,
     request: bool,
     namespace_object: bool,
+    authorizer: bool,
 }
 
 impl Uses {
@@ -192,6 +193,7 @@ impl Uses {
                 old_object: s.contains("oldObject"),
                 request: s.contains("request"),
                 namespace_object: s.contains("namespaceObject"),
+                authorizer: s.contains("authorizer"),
             });
         }
         u
@@ -202,6 +204,7 @@ impl Uses {
             old_object: self.old_object || o.old_object,
             request: self.request || o.request,
             namespace_object: self.namespace_object || o.namespace_object,
+            authorizer: self.authorizer || o.authorizer,
         }
     }
 }
@@ -958,7 +961,9 @@ impl ValidatingAdmissionPolicies {
                         request.as_ref(),
                         ns_value,
                     );
-                    ctx.bind_authorizer(&mut root, attrs);
+                    if uses.authorizer {
+                        ctx.bind_authorizer(&mut root, attrs);
+                    }
                     let built = Arc::new(root);
                     activations.insert(matched.version.clone(), built.clone());
                     activation = Some(built);

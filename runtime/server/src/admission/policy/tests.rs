@@ -251,8 +251,13 @@ fn uses_scan_every_expression() {
         old_object: true,
         request: true,
         namespace_object: true,
+        authorizer: false,
     };
     assert_eq!(p.uses, all);
+    let p = policy(
+        json!({"validations": [{"expression": "authorizer.path('/').check('get').allowed()"}]}),
+    );
+    assert!(p.uses.authorizer);
     let p = policy(json!({"validations": [{"expression": "object.n < 3"}]}));
     assert_eq!(p.uses, Uses::default());
     let p = policy(json!({
