@@ -723,37 +723,17 @@ async fn failure_policy() {
     );
 }
 
-/// The chain's reinvocation: a mutating webhook (which runs after the
-/// policies) changes the object, so the `IfNeeded` policy runs once more
-/// and sees the change; the `Never` one does not.
-#[tokio::test]
-async fn policies_are_reinvoked_after_a_mutating_webhook() {
+/// Creates the MutatingWebhookConfiguration `name` calling `hook` (as
+/// `webhook`) on CREATEs of configmaps labelled `opted-in: yes`, with
+/// `reinvocation` as its `reinvocationPolicy`.
+async fn configure_webhook(
+    client: &kube::Client,
+    hook: &common::webhook::Webhook,
+    name: &str,
+    webhook: &str,
+    reinvocation: &str,
+) {
     use base64::Engine as _;
-    use common::webhook::Webhook;
-
-    let server = Server::start().await;
-    let client = server.client().await;
-    let hook = Webhook::start(
-        Arc::new(|review: &Value| {
-            let labels = &review["request"]["object"]["metadata"]["labels"];
-            let mut response = json!({"uid": review["request"]["uid"], "allowed": true});
-            if labels.get("webhook").is_none() {
-                let patch = json!([{"op": "add", "path": "/metadata/labels/webhook", "value": "yes"}]);
-                response["patchType"] = json!("JSONPatch");
-                response["patch"] = json!(
-                    base64::engine::general_purpose::STANDARD.encode(patch.to_string())
-                );
-            }
-            (
-                200,
-                json!({"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}),
-            )
-        }),
-        None,
-    )
-    .await;
-    // The webhook only sees configmaps labelled `opted-in`, which the
-    // policies create them with.
     let configs: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &resource(
@@ -765,9 +745,9 @@ async fn policies_are_reinvoked_after_a_mutating_webhook() {
         .create(
             &PostParams::default(),
             &from(json!({"apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "MutatingWebhookConfiguration", "metadata": {"name": "add-webhook-label"},
+                "kind": "MutatingWebhookConfiguration", "metadata": {"name": name},
                 "webhooks": [{
-                    "name": "add.example.com",
+                    "name": webhook,
                     "clientConfig": {
                         "url": format!("https://127.0.0.1:{}/", hook.port),
                         "caBundle": base64::engine::general_purpose::STANDARD.encode(&hook.ca.cert_pem),
@@ -775,6 +755,7 @@ async fn policies_are_reinvoked_after_a_mutating_webhook() {
                     "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
                         "operations": ["CREATE"], "resources": ["configmaps"]}],
                     "objectSelector": {"matchLabels": {"opted-in": "yes"}},
+                    "reinvocationPolicy": reinvocation,
                     "sideEffects": "None",
                     "admissionReviewVersions": ["v1"],
                 }],
@@ -782,6 +763,53 @@ async fn policies_are_reinvoked_after_a_mutating_webhook() {
         )
         .await
         .expect("webhook configuration");
+}
+
+/// A webhook's answer allowing the review, with `patch` as its JSON patch.
+fn patching_answer(review: &Value, patch: Option<Value>) -> (u16, Value) {
+    use base64::Engine as _;
+    let mut response = json!({"uid": review["request"]["uid"], "allowed": true});
+    if let Some(patch) = patch {
+        response["patchType"] = json!("JSONPatch");
+        response["patch"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
+    }
+    (
+        200,
+        json!({"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}),
+    )
+}
+
+/// The chain's reinvocation: a mutating webhook (which runs after the
+/// policies) changes the object, so the `IfNeeded` policy runs once more
+/// and sees the change; the `Never` one does not.
+#[tokio::test]
+async fn policies_are_reinvoked_after_a_mutating_webhook() {
+    use common::webhook::Webhook;
+
+    let server = Server::start().await;
+    let client = server.client().await;
+    let hook = Webhook::start(
+        Arc::new(|review: &Value| {
+            let labels = &review["request"]["object"]["metadata"]["labels"];
+            let patch = labels.get("webhook").is_none().then(
+                || json!([{"op": "add", "path": "/metadata/labels/webhook", "value": "yes"}]),
+            );
+            patching_answer(review, patch)
+        }),
+        None,
+    )
+    .await;
+    // The webhook only sees configmaps labelled `opted-in`, which the
+    // policies create them with.
+    configure_webhook(
+        &client,
+        &hook,
+        "add-webhook-label",
+        "add.example.com",
+        "Never",
+    )
+    .await;
     let policies = policies(&client);
     let bindings = bindings(&client);
     let saw = r#"Object{metadata: Object.metadata{labels: {"LABEL": string("webhook" in object.metadata.labels)}}}"#;
@@ -824,7 +852,6 @@ async fn policies_are_reinvoked_after_a_mutating_webhook() {
 /// their last output).
 #[tokio::test]
 async fn webhooks_are_reinvoked_after_a_reinvoked_policy() {
-    use base64::Engine as _;
     use common::webhook::Webhook;
 
     let server = Server::start().await;
@@ -841,47 +868,19 @@ async fn webhooks_are_reinvoked_after_a_reinvoked_policy() {
                 {"op": "add", "path": "/metadata/labels/webhook", "value": "yes"},
                 {"op": "add", "path": "/metadata/labels/webhook-saw", "value": saw},
             ]);
-            let response = json!({
-                "uid": review["request"]["uid"], "allowed": true, "patchType": "JSONPatch",
-                "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()),
-            });
-            (
-                200,
-                json!({"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}),
-            )
+            patching_answer(review, Some(patch))
         }),
         None,
     )
     .await;
-    let configs: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &resource(
-            "MutatingWebhookConfiguration",
-            "mutatingwebhookconfigurations",
-        ),
-    );
-    configs
-        .create(
-            &PostParams::default(),
-            &from(json!({"apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "MutatingWebhookConfiguration", "metadata": {"name": "copy-policy-label"},
-                "webhooks": [{
-                    "name": "copy.example.com",
-                    "clientConfig": {
-                        "url": format!("https://127.0.0.1:{}/", hook.port),
-                        "caBundle": base64::engine::general_purpose::STANDARD.encode(&hook.ca.cert_pem),
-                    },
-                    "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                        "operations": ["CREATE"], "resources": ["configmaps"]}],
-                    "objectSelector": {"matchLabels": {"opted-in": "yes"}},
-                    "reinvocationPolicy": "IfNeeded",
-                    "sideEffects": "None",
-                    "admissionReviewVersions": ["v1"],
-                }],
-            })),
-        )
-        .await
-        .expect("webhook configuration");
+    configure_webhook(
+        &client,
+        &hook,
+        "copy-policy-label",
+        "copy.example.com",
+        "IfNeeded",
+    )
+    .await;
     let saw = r#"Object{metadata: Object.metadata{labels: {"policy-saw-webhook": string("webhook" in object.metadata.labels)}}}"#;
     policies(&client)
         .create(

@@ -403,6 +403,51 @@ spec:
               replicas: {type: integer}
 "#;
 
+/// Creates the CustomResourceDefinitions `crds` (name and YAML, Widget's
+/// among them) with kubectl, waits until each is Established, and returns
+/// the Widgets of `default` once their collection answers.
+async fn serve_widgets(
+    server: &Server,
+    client: &kube::Client,
+    k: &Kubectl,
+    dir: &Path,
+    crds: &[(&str, &str)],
+) -> Api<DynamicObject> {
+    for (name, yaml) in crds {
+        let path = dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, yaml).expect("write");
+        k.ok(&["apply", "-f", path.to_str().expect("path")]);
+    }
+    for (name, _) in crds {
+        k.ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=20s",
+            &format!("crd/{name}"),
+        ]);
+    }
+    let ar = ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    common::eventually(server, "widgets served", || {
+        let widgets = widgets.clone();
+        async move { widgets.list(&Default::default()).await.is_ok() }
+    })
+    .await;
+    widgets
+}
+
+/// A Widget with `spec.replicas`.
+fn widget(name: &str, replicas: i64) -> DynamicObject {
+    from(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": name}, "spec": {"replicas": replicas}}))
+}
+
 /// The documentation's first example: a replica limit read from a param
 /// (here a ConfigMap, the target a custom resource with `spec.replicas`),
 /// with `parameterNotFoundAction` Deny and Allow.
@@ -412,31 +457,13 @@ async fn replica_limit_with_a_param_config_map() {
     let client = server.client().await;
     let k = Kubectl::new(&server);
     let dir = tempfile::tempdir().expect("tmp");
-    let crd = dir.path().join("widgets.yaml");
-    std::fs::write(&crd, WIDGETS).expect("write");
-    k.ok(&["apply", "-f", crd.to_str().expect("path")]);
-    k.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=20s",
-        "crd/widgets.example.com",
-    ]);
-    let ar = ApiResource {
-        group: "example.com".into(),
-        version: "v1".into(),
-        api_version: "example.com/v1".into(),
-        kind: "Widget".into(),
-        plural: "widgets".into(),
-    };
-    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
-    let widget = |name: &str, replicas: i64| -> DynamicObject {
-        from(json!({"apiVersion": "example.com/v1", "kind": "Widget",
-            "metadata": {"name": name}, "spec": {"replicas": replicas}}))
-    };
-    common::eventually(&server, "widgets served", || {
-        let widgets = widgets.clone();
-        async move { widgets.list(&Default::default()).await.is_ok() }
-    })
+    let widgets = serve_widgets(
+        &server,
+        &client,
+        &k,
+        dir.path(),
+        &[("widgets.example.com", WIDGETS)],
+    )
     .await;
 
     let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
@@ -642,29 +669,17 @@ async fn replica_limit_with_a_custom_resource_param() {
     let client = server.client().await;
     let k = Kubectl::new(&server);
     let dir = tempfile::tempdir().expect("tmp");
-    for (file, text) in [("widgets.yaml", WIDGETS), ("limits.yaml", REPLICA_LIMITS)] {
-        let path = dir.path().join(file);
-        std::fs::write(&path, text).expect("write");
-        k.ok(&["apply", "-f", path.to_str().expect("path")]);
-    }
-    for crd in [
-        "crd/widgets.example.com",
-        "crd/replicalimits.rules.example.com",
-    ] {
-        k.ok(&["wait", "--for=condition=Established", "--timeout=20s", crd]);
-    }
-    let ar = ApiResource {
-        group: "example.com".into(),
-        version: "v1".into(),
-        api_version: "example.com/v1".into(),
-        kind: "Widget".into(),
-        plural: "widgets".into(),
-    };
-    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
-    let widget = |name: &str, replicas: i64| -> DynamicObject {
-        from(json!({"apiVersion": "example.com/v1", "kind": "Widget",
-            "metadata": {"name": name}, "spec": {"replicas": replicas}}))
-    };
+    let widgets = serve_widgets(
+        &server,
+        &client,
+        &k,
+        dir.path(),
+        &[
+            ("widgets.example.com", WIDGETS),
+            ("replicalimits.rules.example.com", REPLICA_LIMITS),
+        ],
+    )
+    .await;
     let param = dir.path().join("param.yaml");
     std::fs::write(
         &param,

@@ -361,7 +361,7 @@ pub(crate) fn max_elements_factor<S: SchemaView>(s: &S) -> Option<u64> {
 }
 
 /// CEL keywords that Kubernetes escapes as `__<word>__`.
-const RESERVED: [&str; 21] = [
+pub(crate) const RESERVED: [&str; 21] = [
     "true",
     "false",
     "null",

@@ -223,74 +223,11 @@ impl<'a> Converter<'a> {
     }
 }
 
-/// CEL's reserved words, which upstream escapes as `__word__`.
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 /// Whether `name` is one of CEL's reserved words (escaped as `__name__`).
 pub fn is_reserved(name: &str) -> bool {
-    RESERVED.contains(&name)
+    crate::apiextensions::cost::RESERVED.contains(&name)
 }
 
-/// Upstream's `Escape` of a property name into a CEL field name: reserved
-/// words become `__word__`; `__`, `.`, `-` and `/` become `__underscores__`,
-/// `__dot__`, `__dash__` and `__slash__`; a name with any other character
-/// that is not a letter, digit or `_`, or starting with a digit, cannot be
-/// a field (`None`).
-pub fn escape(name: &str) -> Option<String> {
-    let first = name.chars().next()?;
-    if first.is_ascii_digit() {
-        return None;
-    }
-    if RESERVED.contains(&name) {
-        return Some(format!("__{name}__"));
-    }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'))
-    {
-        return None;
-    }
-    let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if plain && !name.contains("__") {
-        return Some(name.to_string());
-    }
-    let mut out = String::with_capacity(name.len());
-    let mut rest = name;
-    while let Some(c) = rest.chars().next() {
-        if rest.starts_with("__") {
-            out.push_str("__underscores__");
-            rest = &rest[2..];
-            continue;
-        }
-        match c {
-            '.' => out.push_str("__dot__"),
-            '-' => out.push_str("__dash__"),
-            '/' => out.push_str("__slash__"),
-            c => out.push(c),
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    Some(out)
-}
+/// Upstream's `Escape` of a property name into a CEL field name (the
+/// escaping CRD rules use).
+pub(crate) use crate::apiextensions::cost::escape;

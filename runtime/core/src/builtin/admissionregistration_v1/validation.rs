@@ -832,29 +832,7 @@ const MAX_AUDIT_ANNOTATIONS: usize = 20;
 /// `maxAuditAnnotationValueExpressionLength`.
 const MAX_AUDIT_ANNOTATION_VALUE_EXPRESSION_LENGTH: usize = 5 * 1024;
 /// Words a CEL identifier may not be (`celReserved`).
-const CEL_RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
+const CEL_RESERVED: [&str; 21] = crate::apiextensions::cost::RESERVED;
 
 /// Compiles `expression` in the Kubernetes CEL environment: upstream's
 /// `convertCELErrorToValidationError` of a compile error (`Invalid`, the
