@@ -47,6 +47,17 @@ struct Cli {
     /// Run only these scenarios (repeatable); default: all.
     #[arg(long = "scenario", value_enum)]
     scenarios: Vec<scenarios::Name>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// The benchmark's own helper processes.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Serves one reference server until stdin closes (started by the
+    /// benchmark itself, so that the reference's CPU time is its own).
+    #[command(hide = true)]
+    ReferenceServer(reference::ChildArgs),
 }
 
 static START: OnceLock<Instant> = OnceLock::new();
@@ -108,6 +119,15 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn run(cli: Cli) -> std::process::ExitCode {
+    if let Some(Command::ReferenceServer(args)) = cli.command {
+        return match reference::child_main(args).await {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: reference server: {e:#}");
+                std::process::ExitCode::from(2)
+            }
+        };
+    }
     if !cli.apiforge.exists() {
         eprintln!(
             "error: {} does not exist; build it first: cargo build --release -p apiforge -p apiforge-bench",

@@ -19,7 +19,7 @@ use crate::etcd_raw;
 use crate::fixtures::{collection, flunder, fresh, pad_for_1kib};
 use crate::load::{self, LoadResult, Op, median};
 use crate::procs::{Apiforge, Backend, Etcd};
-use crate::reference::Reference;
+use crate::reference::RefProcess;
 use crate::report::{Figure, Target as Goal};
 use crate::{Settings, progress};
 
@@ -322,38 +322,52 @@ async fn compare<O: Op>(
     b: Option<&Target>,
     op: Arc<O>,
 ) -> anyhow::Result<(Runs, Runs)> {
-    compare_measured(settings, label, conns, (a, None), b, op).await
+    compare_measured(settings, label, conns, (a, None), b.map(|b| (b, None)), op).await
 }
 
-/// [`compare`], also reading the CPU time of the process serving `a` (its
-/// pid, when given) around each of its measured runs.
+/// Runs `op` against `target` for `duration`; with `pid`, adds the CPU time
+/// of that process per request to `runs.cpu_us`.
+async fn measured_run<O: Op>(
+    target: &Target,
+    pid: Option<u32>,
+    conns: usize,
+    duration: Duration,
+    op: Arc<O>,
+    runs: &mut Runs,
+) -> anyhow::Result<LoadResult> {
+    let pid = pid.map(|p| p.to_string());
+    let before = match &pid {
+        Some(pid) => Some(crate::procs::cpu_seconds(pid)?),
+        None => None,
+    };
+    let r = load::run(target, conns, duration, op).await?;
+    if let (Some(pid), Some(before)) = (&pid, before)
+        && r.requests > 0
+    {
+        let used = crate::procs::cpu_seconds(pid)? - before;
+        runs.cpu_us.push(used * 1e6 / r.requests as f64);
+    }
+    Ok(r)
+}
+
+/// [`compare`], also reading the CPU time of the processes serving `a` and
+/// `b` (their pids, when given) around each of their measured runs.
 async fn compare_measured<O: Op>(
     settings: &Settings,
     label: &str,
     conns: usize,
     (a, server_pid): (&Target, Option<u32>),
-    b: Option<&Target>,
+    b: Option<(&Target, Option<u32>)>,
     op: Arc<O>,
 ) -> anyhow::Result<(Runs, Runs)> {
-    let server_pid = server_pid.map(|p| p.to_string());
     let (mut ra, mut rb) = (Runs::default(), Runs::default());
     load::run(a, conns, settings.warmup, op.clone()).await?;
-    if let Some(b) = b {
+    if let Some((b, _)) = b {
         load::run(b, conns, settings.warmup, op.clone()).await?;
     }
     for i in 0..settings.repeats {
-        let cpu_before = match &server_pid {
-            Some(pid) => Some(crate::procs::cpu_seconds(pid)?),
-            None => None,
-        };
-        let r = load::run(a, conns, settings.run, op.clone()).await?;
+        let r = measured_run(a, server_pid, conns, settings.run, op.clone(), &mut ra).await?;
         check(label, &r)?;
-        if let (Some(pid), Some(before)) = (&server_pid, cpu_before)
-            && r.requests > 0
-        {
-            let used = crate::procs::cpu_seconds(pid)? - before;
-            ra.cpu_us.push(used * 1e6 / r.requests as f64);
-        }
         progress!(
             "  {label} run {}/{}: apiforge {:.0} req/s, {:.1} MiB/s, p99 {:.2} ms",
             i + 1,
@@ -363,8 +377,8 @@ async fn compare_measured<O: Op>(
             r.quantile_ms(0.99)
         );
         ra.add(&r);
-        if let Some(b) = b {
-            let r = load::run(b, conns, settings.run, op.clone()).await?;
+        if let Some((b, pid)) = b {
+            let r = measured_run(b, pid, conns, settings.run, op.clone(), &mut rb).await?;
             check(&format!("{label} (reference)"), &r)?;
             progress!(
                 "  {label} run {}/{}: reference {:.0} req/s, {:.1} MiB/s, p99 {:.2} ms",
@@ -411,14 +425,20 @@ async fn get(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     .ok()?;
     let body = conn.get(&path).await?.ok()?;
     progress!("  object is {} bytes", body.len());
-    let reference = Reference::start(&f.server.data_dir, target, HashMap::new(), body).await?;
+    let reference = RefProcess::fixed(&f.server.data_dir, target, HashMap::new(), body).await?;
     let op = Arc::new(GetOp { path });
     let pid = Some(f.server.pid()?);
-    let (a, r) =
-        compare_measured(settings, S, 64, (target, pid), Some(&reference.target), op).await?;
+    let refs = Some((&reference.target, Some(reference.pid)));
+    let (a, r) = compare_measured(settings, S, 64, (target, pid), refs, op).await?;
     Ok(vec![
         Figure::vs(S, "req/s", a.rate(), r.rate(), Goal::RatioAtLeast(0.8)),
-        Figure::new(S, "server CPU µs per GET", a.cpu_us(), Goal::Info),
+        Figure::vs(
+            S,
+            "server CPU µs per GET",
+            a.cpu_us(),
+            r.cpu_us(),
+            Goal::Info,
+        ),
         Figure::vs(S, "p50 ms", a.p50(), r.p50(), Goal::Info),
         Figure::vs(S, "p99 ms", a.p99(), r.p99(), Goal::RatioAtMost(2.0)),
         Figure::vs(S, "max ms", a.max(), r.max(), Goal::Info),
@@ -523,7 +543,8 @@ async fn list(settings: &Settings, plain: bool, consistent: bool) -> anyhow::Res
         }
     }
     progress!("  full list is {} bytes; {pages} pages of 500", full.len());
-    let reference = Reference::start(&f.server.data_dir, target, bodies, Bytes::new()).await?;
+    let reference = RefProcess::fixed(&f.server.data_dir, target, bodies, Bytes::new()).await?;
+    let refs = Some((&reference.target, Some(reference.pid)));
     let mut out = Vec::new();
     let conns = 4;
     if plain {
@@ -531,15 +552,7 @@ async fn list(settings: &Settings, plain: bool, consistent: bool) -> anyhow::Res
         let op = Arc::new(GetOp { path: base.clone() });
         let label = format!("{S} {n} in one page");
         let pid = Some(f.server.pid()?);
-        let (a, r) = compare_measured(
-            settings,
-            &label,
-            conns,
-            (target, pid),
-            Some(&reference.target),
-            op,
-        )
-        .await?;
+        let (a, r) = compare_measured(settings, &label, conns, (target, pid), refs, op).await?;
         out.push(Figure::vs(
             S,
             &format!("{n} objects, one page: MiB/s"),
@@ -547,10 +560,11 @@ async fn list(settings: &Settings, plain: bool, consistent: bool) -> anyhow::Res
             r.mbps(),
             Goal::RatioAtLeast(0.7),
         ));
-        out.push(Figure::new(
+        out.push(Figure::vs(
             S,
             "server CPU µs per one-page LIST",
             a.cpu_us(),
+            r.cpu_us(),
             Goal::Info,
         ));
         out.push(Figure::vs(
@@ -561,15 +575,8 @@ async fn list(settings: &Settings, plain: bool, consistent: bool) -> anyhow::Res
             Goal::Info,
         ));
         let label = format!("{S} {n} in pages of 500");
-        let (a, r) = compare_measured(
-            settings,
-            &label,
-            conns,
-            (target, pid),
-            Some(&reference.target),
-            paged.clone(),
-        )
-        .await?;
+        let (a, r) =
+            compare_measured(settings, &label, conns, (target, pid), refs, paged.clone()).await?;
         out.push(Figure::vs(
             S,
             &format!("{n} objects, limit=500 pages: MiB/s"),
@@ -577,10 +584,11 @@ async fn list(settings: &Settings, plain: bool, consistent: bool) -> anyhow::Res
             r.mbps(),
             Goal::RatioAtLeast(0.75),
         ));
-        out.push(Figure::new(
+        out.push(Figure::vs(
             S,
             "server CPU µs per page of 500",
             a.cpu_us(),
+            r.cpu_us(),
             Goal::Info,
         ));
         out.push(Figure::vs(
@@ -655,9 +663,11 @@ type RawCall =
 struct EtcdRefs<O> {
     /// The raw etcd client call.
     raw: RawCall,
-    /// The bare etcd proxy ([`etcd_raw::EtcdProxy`]) and the operation that
-    /// drives it.
+    /// The bare etcd proxy ([`etcd_raw::EtcdProxy`], in a process of its
+    /// own) and the operation that drives it.
     proxy: (Target, Arc<O>),
+    /// The proxy's process id.
+    proxy_pid: u32,
 }
 
 /// What the etcd references measured.
@@ -667,15 +677,15 @@ struct RefRuns {
     proxy: Runs,
 }
 
-/// Warms up, then runs `op` against apiforge at `target` `settings.repeats`
-/// times; with `refs` (the etcd references), alternates with them run by
-/// run (apiforge, the bare proxy, raw etcd), so that drift in etcd's speed
-/// during the scenario weighs on all sides alike.
+/// Warms up, then runs `op` against apiforge at `target` (process `pid`)
+/// `settings.repeats` times; with `refs` (the etcd references), alternates
+/// with them run by run (apiforge, the bare proxy, raw etcd), so that drift
+/// in etcd's speed during the scenario weighs on all sides alike.
 async fn compare_with_raw<O: Op>(
     settings: &Settings,
     label: &str,
     workers: usize,
-    target: &Target,
+    (target, pid): (&Target, u32),
     op: Arc<O>,
     refs: Option<EtcdRefs<O>>,
 ) -> anyhow::Result<(Runs, Option<RefRuns>)> {
@@ -692,7 +702,15 @@ async fn compare_with_raw<O: Op>(
         load::run_fn(workers, settings.warmup, refs.raw.clone()).await?;
     }
     for i in 0..settings.repeats {
-        let r = load::run(target, workers, settings.run, op.clone()).await?;
+        let r = measured_run(
+            target,
+            Some(pid),
+            workers,
+            settings.run,
+            op.clone(),
+            &mut ours,
+        )
+        .await?;
         check(label, &r)?;
         progress!(
             "  {label} run {}/{}: apiforge {:.0} ops/s, p99 {:.2} ms",
@@ -703,7 +721,15 @@ async fn compare_with_raw<O: Op>(
         );
         ours.add(&r);
         let Some(refs) = &refs else { continue };
-        let r = load::run(&refs.proxy.0, workers, settings.run, refs.proxy.1.clone()).await?;
+        let r = measured_run(
+            &refs.proxy.0,
+            Some(refs.proxy_pid),
+            workers,
+            settings.run,
+            refs.proxy.1.clone(),
+            &mut reference.proxy,
+        )
+        .await?;
         check(&format!("{label} (bare etcd proxy)"), &r)?;
         progress!(
             "  {label} run {}/{}: bare proxy {:.0} ops/s, p99 {:.2} ms",
@@ -798,9 +824,9 @@ async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
         let pad = pad_for_1kib(target, "default").await?;
         let client = etcd_client(&etcd).await?;
         let value = flunder("raw-create-object", pad, &[]).to_vec();
-        let proxy = etcd_raw::EtcdProxy::start(client.clone(), "/proxy/c/".into()).await?;
         let proxy_server =
-            Reference::serve(&f.server.data_dir, target, proxy.handler.clone()).await?;
+            RefProcess::etcd_proxy(&f.server.data_dir, target, &etcd.url, "/proxy/c/").await?;
+        let pid = f.server.pid()?;
         let (mut ours, mut raw) = (Vec::new(), Vec::new());
         for conns in CREATE_CLIENTS {
             let create_op = |prefix: String| {
@@ -817,9 +843,11 @@ async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
             let refs = EtcdRefs {
                 raw: Arc::new(move |_worker: usize| raw_op.clone().call().boxed()),
                 proxy: (proxy_server.target.clone(), create_op(format!("p{conns}-"))),
+                proxy_pid: proxy_server.pid,
             };
             let label = format!("create etcd {conns} clients");
-            let (a, b) = compare_with_raw(settings, &label, conns, target, op, Some(refs)).await?;
+            let (a, b) =
+                compare_with_raw(settings, &label, conns, (target, pid), op, Some(refs)).await?;
             ours.push(a);
             raw.extend(b);
         }
@@ -856,6 +884,15 @@ async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
                     refs,
                     "raw etcd txn",
                     Goal::RatioAtLeast(0.9),
+                ));
+                out.push(Figure::vs(
+                    S,
+                    &format!(
+                        "etcd backend server CPU µs per create, {conns} clients (ref: bare etcd proxy)"
+                    ),
+                    e.cpu_us(),
+                    refs.proxy.cpu_us(),
+                    Goal::Info,
                 ));
             }
         }
@@ -1009,7 +1046,7 @@ fn update_op(ns: &str) -> Arc<UpdateOp> {
 async fn update_on(
     settings: &Settings,
     backend: &Backend,
-    etcd: Option<(RawCall, etcd_client::Client)>,
+    etcd: Option<(RawCall, String)>,
 ) -> anyhow::Result<(UpdateResult, Option<RefRuns>, usize)> {
     let f = fresh(settings, backend).await?;
     let target = &f.server.target;
@@ -1033,9 +1070,8 @@ async fn update_on(
     // The bare proxy and its server live as long as the runs.
     let mut proxy = None;
     let mut refs = None;
-    if let Some((raw, client)) = etcd {
-        let p = etcd_raw::EtcdProxy::start(client, "/proxy/u".into()).await?;
-        let server = Reference::serve(&f.server.data_dir, target, p.handler.clone()).await?;
+    if let Some((raw, url)) = etcd {
+        let server = RefProcess::etcd_proxy(&f.server.data_dir, target, &url, "/proxy/u").await?;
         let mut conn = Conn::connect(&server.target).await?;
         let proxy_op = update_op(ns);
         for i in 0..UPDATE_CLIENTS {
@@ -1047,12 +1083,21 @@ async fn update_on(
         refs = Some(EtcdRefs {
             raw,
             proxy: (server.target.clone(), proxy_op),
+            proxy_pid: server.pid,
         });
-        proxy = Some((p, server));
+        proxy = Some(server);
     }
     let label = format!("update {}", backend.name());
-    let (runs, raw_runs) =
-        compare_with_raw(settings, &label, UPDATE_CLIENTS, target, op.clone(), refs).await?;
+    let pid = f.server.pid()?;
+    let (runs, raw_runs) = compare_with_raw(
+        settings,
+        &label,
+        UPDATE_CLIENTS,
+        (target, pid),
+        op.clone(),
+        refs,
+    )
+    .await?;
     drop(proxy);
     let (mut lost, mut extra) = (0u64, 0u64);
     for i in 0..UPDATE_CLIENTS {
@@ -1098,7 +1143,8 @@ async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
             Arc::new(move |worker: usize| op.clone().call(worker).boxed())
         };
         let backend = Backend::Etcd(etcd.url.clone());
-        let (r, raw_runs, _) = update_on(settings, &backend, Some((call, client))).await?;
+        let (r, raw_runs, _) =
+            update_on(settings, &backend, Some((call, etcd.url.clone()))).await?;
         on_etcd = Some(r);
         raw = raw_runs.map(|runs| (runs, op.conflicts.load(Ordering::Relaxed)));
     }
@@ -1126,6 +1172,12 @@ async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
         );
         fig.reference = raw_p99;
         out.push(fig);
+        out.push(Figure::new(
+            S,
+            &format!("{name} server CPU µs per update"),
+            r.runs.cpu_us(),
+            Goal::Info,
+        ));
         out.push(Figure::new(
             S,
             &format!("{name} lost updates"),
@@ -1159,6 +1211,12 @@ async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
             refs,
             "raw etcd CAS",
             Goal::RatioAtLeast(0.85),
+        ));
+        out.push(Figure::new(
+            S,
+            "bare etcd proxy CPU µs per update",
+            refs.proxy.cpu_us(),
+            Goal::Info,
         ));
     }
     if let Some((_, conflicts)) = raw {
