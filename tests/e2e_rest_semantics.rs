@@ -332,6 +332,18 @@ async fn generate_name_update_of_missing_and_bad_continue() {
     .json();
     assert_eq!(second["items"].as_array().map(Vec::len), Some(2));
     assert!(second["metadata"]["continue"].is_null());
+    // remainingItemCount along a walk in pages of 2: 3, 1, then absent.
+    let mut counts = Vec::new();
+    let mut path = format!("{FLUNDERS}?limit=2");
+    loop {
+        let page = send(&client, "GET", &path, &[], None).await.json();
+        counts.push(page["metadata"]["remainingItemCount"].as_i64());
+        match page["metadata"]["continue"].as_str() {
+            Some(t) => path = format!("{FLUNDERS}?limit=2&continue={t}"),
+            None => break,
+        }
+    }
+    assert_eq!(counts, [Some(3), Some(1), None]);
     let bad = send(
         &client,
         "GET",

@@ -16,9 +16,11 @@ mod custom_resources;
 mod etcd_raw;
 mod fixtures;
 mod load;
+mod plot;
 mod procs;
 mod reference;
 mod report;
+mod scaling;
 mod scenarios;
 
 use std::path::PathBuf;
@@ -47,6 +49,13 @@ struct Cli {
     /// Run only these scenarios (repeatable); default: all.
     #[arg(long = "scenario", value_enum)]
     scenarios: Vec<scenarios::Name>,
+    /// Write the scaling scenario's charts (SVG) into this directory.
+    #[arg(long)]
+    plots: Option<PathBuf>,
+    /// The object counts of the scaling scenario's steps (default: 1,000,
+    /// 10,000, 100,000 and 1,000,000; quick: 1,000 and 10,000).
+    #[arg(long, value_delimiter = ',')]
+    scale_steps: Vec<usize>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -100,6 +109,10 @@ pub(crate) struct Settings {
     pub(crate) binary: PathBuf,
     /// Whether `apiforge serve` has `--etcd-servers`.
     pub(crate) etcd: bool,
+    /// Object counts of the scaling scenario's steps.
+    pub(crate) scale_steps: Vec<usize>,
+    /// Where the scaling scenario writes its charts.
+    pub(crate) plots: Option<PathBuf>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -150,6 +163,12 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         watch_duration: Duration::from_secs(if cli.quick { 4 } else { 30 }),
         binary: cli.apiforge.clone(),
         etcd,
+        scale_steps: if cli.scale_steps.is_empty() {
+            scaling::steps(cli.quick)
+        } else {
+            cli.scale_steps.clone()
+        },
+        plots: cli.plots.clone(),
     };
     progress!(
         "apiforge-bench: {} run(s) of {:?} per figure; binary {}; etcd backend {}",

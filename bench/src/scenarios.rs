@@ -60,6 +60,9 @@ pub(crate) enum Name {
     /// GET through the aggregator's proxy vs GET served by the backend
     /// directly.
     Aggregator,
+    /// How cost grows: GET, LIST, watch fan-out, RSS and start-up at
+    /// 1,000 to 1,000,000 objects; creates at 1 to 256 clients.
+    Scale,
 }
 
 impl Name {
@@ -80,6 +83,7 @@ impl Name {
             Name::Crd,
             Name::Admission,
             Name::Aggregator,
+            Name::Scale,
         ]
     }
 
@@ -99,11 +103,12 @@ impl Name {
             Name::Crd => "crd",
             Name::Admission => "admission",
             Name::Aggregator => "aggregator",
+            Name::Scale => "scale",
         }
     }
 }
 
-const MIB: f64 = 1024.0 * 1024.0;
+pub(crate) const MIB: f64 = 1024.0 * 1024.0;
 
 /// Runs the selected scenarios; returns the figures and how many scenarios
 /// could not run.
@@ -170,6 +175,9 @@ pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figu
             crate::aggregator::aggregator(settings).await,
         );
     }
+    if has(Name::Scale) {
+        record(Name::Scale.label(), crate::scaling::scale(settings).await);
+    }
     (figures, failures)
 }
 
@@ -177,7 +185,7 @@ pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figu
 // helpers
 
 /// Nanoseconds since the Unix epoch.
-fn now_nanos() -> u128 {
+pub(crate) fn now_nanos() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -187,7 +195,7 @@ fn now_nanos() -> u128 {
 /// Creates `count` objects named `{prefix}{i}` with 64 concurrent
 /// connections; returns the total size of the created objects as served
 /// (JSON bytes) and the creates per second.
-async fn populate(
+pub(crate) async fn populate(
     target: &Target,
     ns: &str,
     prefix: &str,
@@ -246,7 +254,7 @@ async fn populate(
 }
 
 /// Fails a run with errors (server errors are failed measurements).
-fn check(name: &str, r: &LoadResult) -> anyhow::Result<()> {
+pub(crate) fn check(name: &str, r: &LoadResult) -> anyhow::Result<()> {
     if r.requests == 0 {
         bail!(
             "{name}: no request succeeded ({} errors; first: {})",
@@ -266,7 +274,7 @@ fn check(name: &str, r: &LoadResult) -> anyhow::Result<()> {
 
 /// Figures of repeated runs: rate, bytes/s, p50, p99, max, errors.
 #[derive(Default)]
-struct Runs {
+pub(crate) struct Runs {
     rate: Vec<f64>,
     byte_rate: Vec<f64>,
     p50: Vec<f64>,
@@ -279,7 +287,7 @@ struct Runs {
 }
 
 impl Runs {
-    fn add(&mut self, r: &LoadResult) {
+    pub(crate) fn add(&mut self, r: &LoadResult) {
         self.rate.push(r.rate());
         self.byte_rate.push(r.byte_rate());
         self.p50.push(r.quantile_ms(0.5));
@@ -287,24 +295,24 @@ impl Runs {
         self.max.push(r.max_ms());
         self.errors += r.errors;
     }
-    fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         median(&self.rate)
     }
     /// Median server CPU per request (µs); NaN when not measured.
-    fn cpu_us(&self) -> f64 {
+    pub(crate) fn cpu_us(&self) -> f64 {
         if self.cpu_us.is_empty() {
             f64::NAN
         } else {
             median(&self.cpu_us)
         }
     }
-    fn mbps(&self) -> f64 {
+    pub(crate) fn mbps(&self) -> f64 {
         median(&self.byte_rate) / MIB
     }
-    fn p50(&self) -> f64 {
+    pub(crate) fn p50(&self) -> f64 {
         median(&self.p50)
     }
-    fn p99(&self) -> f64 {
+    pub(crate) fn p99(&self) -> f64 {
         median(&self.p99)
     }
     fn max(&self) -> f64 {
@@ -327,7 +335,7 @@ async fn compare<O: Op>(
 
 /// Runs `op` against `target` for `duration`; with `pid`, adds the CPU time
 /// of that process per request to `runs.cpu_us`.
-async fn measured_run<O: Op>(
+pub(crate) async fn measured_run<O: Op>(
     target: &Target,
     pid: Option<u32>,
     conns: usize,
@@ -395,8 +403,8 @@ async fn compare_measured<O: Op>(
 }
 
 /// GET of a fixed path; the response must be 2xx.
-struct GetOp {
-    path: String,
+pub(crate) struct GetOp {
+    pub(crate) path: String,
 }
 
 impl Op for GetOp {
@@ -473,9 +481,9 @@ fn continue_of(body: &[u8]) -> Option<String> {
 
 /// Walks a paginated list: first page `base?limit=N`, then the continue
 /// tokens.
-struct PagedListOp {
-    base: String,
-    limit: usize,
+pub(crate) struct PagedListOp {
+    pub(crate) base: String,
+    pub(crate) limit: usize,
 }
 
 impl PagedListOp {
@@ -633,11 +641,12 @@ async fn list(settings: &Settings, plain: bool, consistent: bool) -> anyhow::Res
 // ---------------------------------------------------------------------------
 // 3. CREATE
 
-struct CreateOp {
-    path: String,
-    pad: usize,
-    next: AtomicU64,
-    prefix: String,
+/// Creates 1 KiB Flunders named `{prefix}{n}` under `path`.
+pub(crate) struct CreateOp {
+    pub(crate) path: String,
+    pub(crate) pad: usize,
+    pub(crate) next: AtomicU64,
+    pub(crate) prefix: String,
 }
 
 impl Op for CreateOp {
@@ -1234,16 +1243,16 @@ async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
 // 5. WATCH
 
 /// What one watcher saw.
-struct WatcherReport {
-    events: u64,
-    in_order: bool,
-    hist: hdrhistogram::Histogram<u64>,
-    error: Option<String>,
+pub(crate) struct WatcherReport {
+    pub(crate) events: u64,
+    pub(crate) in_order: bool,
+    pub(crate) hist: hdrhistogram::Histogram<u64>,
+    pub(crate) error: Option<String>,
 }
 
 /// Reads a watch stream until it has the number of events published on
 /// `total` once the writer is done, giving up 30 s after that.
-async fn read_watch(
+pub(crate) async fn read_watch(
     resp: http::Response<hyper::body::Incoming>,
     mut total: tokio::sync::watch::Receiver<Option<u64>>,
 ) -> WatcherReport {
@@ -1514,7 +1523,7 @@ async fn terminated_watchers(conn: &mut Conn) -> anyhow::Result<u64> {
 
 /// Opens `n` watches of `watch_path`, each on its own connection, at most
 /// `concurrency` being set up at a time; each with its connection.
-async fn open_watches(
+pub(crate) async fn open_watches(
     target: &Target,
     watch_path: &str,
     n: usize,

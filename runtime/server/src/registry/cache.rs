@@ -362,6 +362,10 @@ struct State {
     last_event: Revision,
 }
 
+/// Remaining-item counts kept for continue tokens (see
+/// [`WatchCache::remember_remaining`]): a few per concurrent walk.
+const REMAINING_HINTS: usize = 256;
+
 /// A consistent view of the cache at one revision.
 #[derive(Clone)]
 pub struct Snapshot {
@@ -401,6 +405,11 @@ pub struct WatchCache {
     state: RwLock<State>,
     revision_tx: watch::Sender<Revision>,
     snapshots: Mutex<VecDeque<Snapshot>>,
+    /// How many objects a continue token's page starts with, from the pages
+    /// served so far: (revision, list prefix, start key, objects from the
+    /// start key to the end of the prefix). A paginated walk then counts
+    /// its remaining items once, not once per page.
+    remaining: Mutex<VecDeque<(Revision, String, String, u64)>>,
     /// Asks the reflector to re-list (when the backend's watch stopped
     /// reporting progress, e.g. a resumed etcd watch with nothing to send).
     resync: tokio::sync::Notify,
@@ -456,6 +465,7 @@ impl WatchCache {
             }),
             revision_tx,
             snapshots: Mutex::new(VecDeque::new()),
+            remaining: Mutex::new(VecDeque::new()),
             resync: tokio::sync::Notify::new(),
             stopped: std::sync::atomic::AtomicBool::new(false),
         })
@@ -610,6 +620,33 @@ impl WatchCache {
         while snaps.len() > self.opts.snapshots {
             snaps.pop_front();
         }
+    }
+
+    /// Records that the snapshot at `revision` holds `count` objects under
+    /// `prefix` from `start` (inclusive) on: the count of the page a
+    /// continue token starting at `start` asks for.
+    pub fn remember_remaining(&self, revision: Revision, prefix: &str, start: &str, count: u64) {
+        let mut hints = self
+            .remaining
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        hints.push_back((revision, prefix.to_owned(), start.to_owned(), count));
+        while hints.len() > REMAINING_HINTS {
+            hints.pop_front();
+        }
+    }
+
+    /// The count [`WatchCache::remember_remaining`] recorded for these.
+    pub fn remaining_from(&self, revision: Revision, prefix: &str, start: &str) -> Option<u64> {
+        let hints = self
+            .remaining
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        hints
+            .iter()
+            .rev()
+            .find(|(r, p, k, _)| *r == revision && p == prefix && k == start)
+            .map(|h| h.3)
     }
 
     /// A remembered snapshot at exactly `revision`, or the current state if
@@ -1140,6 +1177,24 @@ mod tests {
     /// re-list (which ends the cache's watchers), but not while the storage
     /// watch is re-establishing itself (etcd restarting): that watch
     /// resumes where it stopped, and client watches stay open.
+    #[test]
+    fn remaining_counts_are_kept_per_revision_prefix_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+        let cache = WatchCache::unstarted(store, "/r/".into(), CacheOptions::default());
+        cache.remember_remaining(5, "/r/a/", "/r/a/k", 7);
+        assert_eq!(cache.remaining_from(5, "/r/a/", "/r/a/k"), Some(7));
+        assert_eq!(cache.remaining_from(6, "/r/a/", "/r/a/k"), None);
+        assert_eq!(cache.remaining_from(5, "/r/", "/r/a/k"), None);
+        assert_eq!(cache.remaining_from(5, "/r/a/", "/r/a/l"), None);
+        for i in 0..REMAINING_HINTS {
+            cache.remember_remaining(6, "/r/", &format!("/r/{i}"), 1);
+        }
+        // Bounded: the oldest went.
+        assert_eq!(cache.remaining_from(5, "/r/a/", "/r/a/k"), None);
+        assert_eq!(cache.remaining_from(6, "/r/", "/r/0"), Some(1));
+    }
+
     #[tokio::test]
     async fn no_relist_while_the_storage_watch_reconnects() {
         let dir = tempfile::tempdir().unwrap();

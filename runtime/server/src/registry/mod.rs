@@ -581,19 +581,29 @@ impl Store {
                 }
             }
         }
-        if params.limit > 0 && page.items.len() >= params.limit {
-            let rest: Vec<&Arc<cache::CachedObject>> = iter.collect();
-            if let Some(next) = rest.first() {
-                page.continue_token = Some(continue_token::encode(
-                    snapshot.revision,
-                    &next.key,
-                    &prefix,
-                ));
-                if !filtered {
-                    page.remaining = Some(rest.len() as i64);
-                }
-                cache.remember(&snapshot);
+        if params.limit > 0
+            && page.items.len() >= params.limit
+            && let Some(next) = iter.next()
+        {
+            page.continue_token = Some(continue_token::encode(
+                snapshot.revision,
+                &next.key,
+                &prefix,
+            ));
+            if !filtered {
+                // Objects after this page: from the count the previous page
+                // left for this one, or counted (once per walk).
+                let from_start = start
+                    .as_deref()
+                    .and_then(|k| cache.remaining_from(snapshot.revision, &prefix, k));
+                let rest = match from_start {
+                    Some(n) => n.saturating_sub(fetched),
+                    None => 1 + iter.count() as u64,
+                };
+                page.remaining = Some(rest as i64);
+                cache.remember_remaining(snapshot.revision, &prefix, &next.key, rest);
             }
+            cache.remember(&snapshot);
         }
         // kube-apiserver's cacher metrics; no index serves lists here.
         let metrics = crate::metrics::global();

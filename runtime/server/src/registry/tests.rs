@@ -249,6 +249,7 @@ async fn pagination_serves_a_stable_snapshot() {
         .await
         .unwrap();
     let mut names: Vec<String> = first.items.iter().map(name).collect();
+    let mut remaining = Vec::new();
     let mut token = first.continue_token.clone();
     while let Some(t) = token {
         let page = f
@@ -265,10 +266,13 @@ async fn pagination_serves_a_stable_snapshot() {
             .unwrap();
         assert_eq!(page.resource_version, first.resource_version);
         names.extend(page.items.iter().map(name));
+        remaining.push(page.remaining);
         token = page.continue_token;
     }
     let expected: Vec<String> = (0..10).map(|i| format!("p{i}")).collect();
     assert_eq!(names, expected);
+    // Counted in the snapshot of the first page, page by page.
+    assert_eq!(remaining, [Some(2), None]);
 }
 
 #[tokio::test]
