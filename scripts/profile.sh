@@ -10,7 +10,8 @@
 # kernel) and writes, under OUT_DIR (default target/profiles):
 #   SCENARIO.perf.data   the samples (`perf report -i` reads them)
 #   SCENARIO.top.txt     the top frames, self time, ≥ 0.5 % of samples
-#   SCENARIO.bench.log   the benchmark's progress; SCENARIO.table its table
+#   SCENARIO.bench.log   the benchmark's progress
+# The benchmark is stopped once the samples are taken.
 # BENCH_ARGS adds arguments to the benchmark (e.g. "--quick").
 #
 # Examples (markers are progress lines of the benchmark):
@@ -33,9 +34,10 @@ command -v perf >/dev/null || { echo "perf is not installed (apt-get install lin
 mkdir -p "$out"
 log=$out/$scenario.bench.log
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of words
-target/release/apiforge-bench --scenario "$scenario" ${BENCH_ARGS:-} >"$out/$scenario.table" 2>"$log" &
+target/release/apiforge-bench --scenario "$scenario" ${BENCH_ARGS:-} >/dev/null 2>"$log" &
 bench=$!
-trap 'kill $bench 2>/dev/null || true' EXIT
+# The benchmark's servers (apiforge, etcd, references) go with it.
+trap 'pkill -P $bench 2>/dev/null; kill $bench 2>/dev/null || true' EXIT
 until grep -qsF -- "$marker" "$log"; do
     if ! kill -0 $bench 2>/dev/null; then
         echo "the benchmark ended before printing '$marker'; see $log" >&2
@@ -52,6 +54,4 @@ kill -INT $perf 2>/dev/null || true
 wait $perf || true
 perf report -i "$out/$scenario.perf.data" --no-children --sort dso,symbol --stdio \
     --percent-limit 0.5 2>/dev/null | grep -v '^#' | grep -v '^$' | sed 's/ *$//' >"$out/$scenario.top.txt" || true
-wait $bench || true
-trap - EXIT
 cat "$out/$scenario.top.txt"

@@ -173,10 +173,21 @@ async fn measure_step(
     let startup_ms = server.startup.as_secs_f64() * 1000.0;
     // A list at resourceVersion=0 waits until the watch cache holds every
     // object: the cache then holds what it will hold.
+    // kube-apiserver's answer while its cache fills is a 504 after 3 s
+    // ("Too large resource version"): asked again until it answers.
     let mut conn = Conn::connect(&server.target).await?;
-    conn.get(&format!("{base}?resourceVersion=0&limit=1"))
-        .await?
-        .ok()?;
+    let filled = format!("{base}?resourceVersion=0&limit=1");
+    loop {
+        let reply = conn.get(&filled).await?;
+        if reply.status != http::StatusCode::GATEWAY_TIMEOUT {
+            reply.ok()?;
+            break;
+        }
+        anyhow::ensure!(
+            spawned.elapsed() < Duration::from_secs(300),
+            "the watch cache did not fill within 5 minutes of a restart"
+        );
+    }
     let cache_ready_ms = spawned.elapsed().as_secs_f64() * 1000.0;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_restarted = server.rss()? as f64 / MIB;

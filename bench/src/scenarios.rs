@@ -1097,6 +1097,7 @@ async fn update_on(
         proxy = Some(server);
     }
     let label = format!("update {}", backend.name());
+    progress!("  {label}: {UPDATE_CLIENTS} objects written, measuring");
     let pid = f.server.pid()?;
     let (runs, raw_runs) = compare_with_raw(
         settings,
