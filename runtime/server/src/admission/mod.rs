@@ -339,6 +339,14 @@ pub trait Lookup: Send + Sync {
         None
     }
 
+    /// A count that moves whenever the objects [`list`](Lookup::list)
+    /// answers for `group`/`version`/`resource` may have changed, so that
+    /// what was listed can be kept while it stays the same; `None` when
+    /// unknown (the default: list again).
+    fn revision(&self, _group: &str, _version: &str, _resource: &str) -> Option<u64> {
+        None
+    }
+
     /// Lists the objects of a resource (`namespace` `None` = all namespaces)
     /// as the server's cache has them, which may be slightly stale (like an
     /// informer's lister in kube-apiserver's plugins). `Ok(None)` when the

@@ -105,6 +105,10 @@ impl Lookup for StoreLookup {
             .or_else(|| self.added()?.values().find_map(|(_, info)| mapping(info)))
     }
 
+    fn revision(&self, group: &str, version: &str, resource: &str) -> Option<u64> {
+        self.store(group, version, resource)?.0.cache()?.changes()
+    }
+
     async fn get(
         &self,
         group: &str,

@@ -6,8 +6,9 @@
 //!
 //! - **Policies and bindings** are read like the webhook configurations
 //!   (an informer-style snapshot through the plugin [`Context`]'s lookup,
-//!   listed again when older than [`REFRESH`]); expressions are compiled
-//!   when a policy's resource version is first seen.
+//!   checked when older than [`REFRESH`] and listed again when the
+//!   lookup's revision of the policies or bindings moved); expressions are
+//!   compiled when a policy's resource version is first seen.
 //! - **Matching**: the policy's `matchConstraints` then the binding's
 //!   `matchResources` (namespace and object selectors, `excludeResourceRules`
 //!   first, then `resourceRules` with `resourceNames` and, for `matchPolicy:
