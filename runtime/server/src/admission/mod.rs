@@ -347,6 +347,23 @@ pub trait Lookup: Send + Sync {
         None
     }
 
+    /// Whether an object exists: [`get`](Lookup::get)'s answer without
+    /// the object (a lookup may answer without decoding it).
+    async fn exists(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        fresh: bool,
+    ) -> ApiResult<bool> {
+        Ok(self
+            .get(group, version, resource, namespace, name, fresh)
+            .await?
+            .is_some())
+    }
+
     /// Lists the objects of a resource (`namespace` `None` = all namespaces)
     /// as the server's cache has them, which may be slightly stale (like an
     /// informer's lister in kube-apiserver's plugins). `Ok(None)` when the
