@@ -371,14 +371,21 @@ impl LabelSelector {
     /// holds; the empty selector matches everything. An unknown operator
     /// matches nothing (validation refuses such selectors on write).
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_by(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// [`matches`](Self::matches) with the labels read through `label`
+    /// (the value of a key, `None` when the key is absent), so that labels
+    /// need not be collected into a map first.
+    pub fn matches_by<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.match_labels
             .iter()
-            .all(|(k, v)| labels.get(k) == Some(v))
+            .all(|(k, v)| label(k) == Some(v.as_str()))
             && self.match_expressions.iter().all(|r| {
-                let value = labels.get(&r.key);
+                let value = label(&r.key);
                 match r.operator.as_str() {
-                    "In" => value.is_some_and(|v| r.values.contains(v)),
-                    "NotIn" => value.is_none_or(|v| !r.values.contains(v)),
+                    "In" => value.is_some_and(|v| r.values.iter().any(|x| x == v)),
+                    "NotIn" => value.is_none_or(|v| !r.values.iter().any(|x| x == v)),
                     "Exists" => value.is_some(),
                     "DoesNotExist" => value.is_none(),
                     _ => false,

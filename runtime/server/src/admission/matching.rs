@@ -4,7 +4,6 @@
 //! (`admission/plugin/webhook/predicates/{rules,namespace,object}`) and the
 //! CEL match conditions (`admission/plugin/cel`) decide.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -14,6 +13,7 @@ use apiforge_core::builtin::admissionregistration_v1::{
     LabelSelector, MatchCondition, NamedRuleWithOperations, RuleWithOperations,
 };
 use apiforge_core::meta::Status;
+use apiforge_core::resource::KindInfo;
 
 /// The group of the admission configuration kinds.
 pub const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
@@ -84,14 +84,16 @@ impl<'a> RuleFields<'a> {
         let exact_or_all =
             |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
         let op = attrs.operation().as_str();
-        let resource = self.resources.iter().any(|r| {
-            let (res, sub) = r.split_once('/').unwrap_or((r, ""));
-            (res == "*" || res == target.resource) && (sub == "*" || sub == attrs.subresource)
-        });
+        let resource = || {
+            self.resources.iter().any(|r| {
+                let (res, sub) = r.split_once('/').unwrap_or((r, ""));
+                (res == "*" || res == target.resource) && (sub == "*" || sub == attrs.subresource)
+            })
+        };
         exact_or_all(self.operations, op)
             && exact_or_all(self.api_groups, target.group)
             && exact_or_all(self.api_versions, target.version)
-            && resource
+            && resource()
             && scope_matches(self.scope, attrs)
     }
 }
@@ -106,18 +108,14 @@ fn scope_matches(scope: Option<&str>, attrs: &Attributes) -> bool {
     }
 }
 
-fn labels_of(obj: Option<&Value>) -> Option<BTreeMap<String, String>> {
-    let labels = obj?.get("metadata").and_then(|m| m.get("labels"));
-    Some(
-        labels
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    )
+/// Whether `selector` matches the labels of `obj` (its string-valued
+/// `metadata.labels`, none without an object), read in place.
+fn selects(selector: &LabelSelector, obj: Option<&Value>) -> bool {
+    let labels = obj
+        .and_then(|o| o.get("metadata"))
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object);
+    selector.matches_by(|k| labels?.get(k)?.as_str())
 }
 
 /// `object.Matcher.MatchObjectSelector`: the selector matches the new or
@@ -128,7 +126,8 @@ pub fn object_selector_matches(selector: Option<&LabelSelector>, attrs: &Attribu
     };
     [attrs.object.as_ref(), attrs.old_object.as_ref()]
         .into_iter()
-        .any(|obj| labels_of(obj).is_some_and(|labels| selector.matches(&labels)))
+        .flatten()
+        .any(|obj| selects(selector, Some(obj)))
 }
 
 /// `namespace.Matcher.MatchNamespaceSelector`: cluster-scoped requests
@@ -149,8 +148,7 @@ pub async fn namespace_selector_matches(
         return Ok(true);
     };
     if is_namespace && attrs.operation() != Operation::Delete {
-        let labels = labels_of(attrs.object.as_ref()).unwrap_or_default();
-        return Ok(selector.matches(&labels));
+        return Ok(selects(selector, attrs.object.as_ref()));
     }
     let name = if is_namespace {
         attrs.name.as_str()
@@ -158,7 +156,7 @@ pub async fn namespace_selector_matches(
         attrs.namespace.as_str()
     };
     let ns = namespace(ctx, name).await?;
-    Ok(selector.matches(&labels_of(Some(&ns)).unwrap_or_default()))
+    Ok(selects(selector, Some(&ns)))
 }
 
 /// The namespace `name`, from the cache, else from storage (it may have
@@ -170,6 +168,22 @@ pub async fn namespace(ctx: &Context, name: &str) -> Result<Value, Error> {
         ns = lookup.get("", "v1", "namespaces", "", name, true).await?;
     }
     ns.ok_or_else(|| Error::status(Status::not_found("", "namespaces", name)))
+}
+
+/// [`namespace`] without reading the namespace: `Ok` when it exists, 404
+/// when it does not.
+pub async fn namespace_exists(ctx: &Context, name: &str) -> Result<(), Error> {
+    let lookup = ctx.lookup();
+    if lookup
+        .exists("", "v1", "namespaces", "", name, false)
+        .await?
+        || lookup
+            .exists("", "v1", "namespaces", "", name, true)
+            .await?
+    {
+        return Ok(());
+    }
+    Err(Error::status(Status::not_found("", "namespaces", name)))
 }
 
 /// The object and old object of `attrs` encoded in `version` (with
@@ -297,6 +311,42 @@ fn request_name(attrs: &Attributes) -> &str {
         .unwrap_or_default()
 }
 
+/// Which version of the request's kind a rule matched, without copying
+/// its names: the request's own, or another served version.
+#[derive(Clone, Copy, Debug)]
+pub enum Hit {
+    /// The request's own version.
+    Own,
+    /// Another served version (`matchPolicy: Equivalent`).
+    Other(&'static KindInfo),
+}
+
+impl Hit {
+    /// The matched version.
+    pub fn version<'a>(&self, attrs: &'a Attributes) -> &'a str {
+        match self {
+            Hit::Own => &attrs.version,
+            Hit::Other(info) => info.version,
+        }
+    }
+
+    /// The match with its names.
+    pub fn matched(&self, attrs: &Attributes) -> Matched {
+        match self {
+            Hit::Own => Matched {
+                version: attrs.version.clone(),
+                resource: attrs.resource.clone(),
+                kind: attrs.kind.clone(),
+            },
+            Hit::Other(info) => Matched {
+                version: info.version.to_string(),
+                resource: info.plural.to_string(),
+                kind: info.kind.to_string(),
+            },
+        }
+    }
+}
+
 /// The policies' `matchesResourceRules`: the first rule matching the
 /// request (its operation, group, version, resource and scope, then
 /// `resourceNames` when it has any), trying the kind's other served versions
@@ -307,6 +357,18 @@ pub fn named_rules_match(
     equivalent: bool,
     attrs: &Attributes,
 ) -> Option<Matched> {
+    named_rules_hit(rules, equivalent, attrs).map(|h| h.matched(attrs))
+}
+
+/// [`named_rules_match`], telling only which version matched.
+pub fn named_rules_hit(
+    rules: &[NamedRuleWithOperations],
+    equivalent: bool,
+    attrs: &Attributes,
+) -> Option<Hit> {
+    if rules.is_empty() {
+        return None;
+    }
     let names_match = |r: &NamedRuleWithOperations| {
         r.resource_names.is_empty() || r.resource_names.iter().any(|n| n == request_name(attrs))
     };
@@ -319,11 +381,7 @@ pub fn named_rules_match(
         .iter()
         .any(|r| RuleFields::named(r).matches(attrs, own) && names_match(r))
     {
-        return Some(Matched {
-            version: attrs.version.clone(),
-            resource: attrs.resource.clone(),
-            kind: attrs.kind.clone(),
-        });
+        return Some(Hit::Own);
     }
     if !equivalent {
         return None;
@@ -342,11 +400,7 @@ pub fn named_rules_match(
                 resource: info.plural,
             };
             if plain.matches(attrs, target) && names_match(rule) {
-                return Some(Matched {
-                    version: info.version.to_string(),
-                    resource: info.plural.to_string(),
-                    kind: info.kind.to_string(),
-                });
+                return Some(Hit::Other(info));
             }
         }
     }
@@ -526,6 +580,31 @@ mod tests {
         assert!(object_selector_matches(None, &a));
     }
 
+    /// Labels are read in place: values that are not strings are no
+    /// labels, and a missing object has none.
+    #[test]
+    fn object_selector_reads_string_labels() {
+        let exists = LabelSelector {
+            match_expressions: vec![
+                apiforge_core::builtin::admissionregistration_v1::LabelSelectorRequirement {
+                    key: "team".into(),
+                    operator: "DoesNotExist".into(),
+                    values: vec![],
+                },
+            ],
+            ..Default::default()
+        };
+        let mut a = attrs(Operation::Create, "flunders", "", "ns");
+        a.object = Some(json!({"metadata": {"labels": {"team": 1}}}));
+        assert!(object_selector_matches(Some(&exists), &a));
+        a.object = Some(json!({"metadata": {"labels": {"team": "a"}}}));
+        assert!(!object_selector_matches(Some(&exists), &a));
+        a.object = Some(json!({"metadata": {}}));
+        assert!(object_selector_matches(Some(&exists), &a));
+        a.object = None;
+        assert!(!object_selector_matches(Some(&exists), &a));
+    }
+
     /// The policies' `matchesResourceRules`: a rule with `resourceNames`
     /// matches only those names (the request's, else the new object's).
     #[test]
@@ -542,6 +621,11 @@ mod tests {
         a.object = Some(json!({"metadata": {"name": "one"}}));
         let hit = named_rules_match(&[named(&[])], true, &a).expect("any name");
         assert_eq!(hit.version, "v1beta1");
+        let own = named_rules_hit(&[named(&[])], true, &a).expect("any name");
+        assert!(matches!(own, Hit::Own));
+        assert_eq!(own.version(&a), "v1beta1");
+        assert_eq!(own.matched(&a), hit);
+        assert!(named_rules_hit(&[], true, &a).is_none());
         assert!(named_rules_match(&[named(&["one", "two"])], true, &a).is_some());
         assert!(named_rules_match(&[named(&["two"])], true, &a).is_none());
         a.name = "two".into();

@@ -339,6 +339,31 @@ pub trait Lookup: Send + Sync {
         None
     }
 
+    /// A count that moves whenever the objects [`list`](Lookup::list)
+    /// answers for `group`/`version`/`resource` may have changed, so that
+    /// what was listed can be kept while it stays the same; `None` when
+    /// unknown (the default: list again).
+    fn revision(&self, _group: &str, _version: &str, _resource: &str) -> Option<u64> {
+        None
+    }
+
+    /// Whether an object exists: [`get`](Lookup::get)'s answer without
+    /// the object (a lookup may answer without decoding it).
+    async fn exists(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        fresh: bool,
+    ) -> ApiResult<bool> {
+        Ok(self
+            .get(group, version, resource, namespace, name, fresh)
+            .await?
+            .is_some())
+    }
+
     /// Lists the objects of a resource (`namespace` `None` = all namespaces)
     /// as the server's cache has them, which may be slightly stale (like an
     /// informer's lister in kube-apiserver's plugins). `Ok(None)` when the

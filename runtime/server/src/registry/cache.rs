@@ -346,6 +346,13 @@ struct Slot {
     tx: mpsc::Sender<CacheItem>,
 }
 
+/// The sequence the caches' [`State::changes`] take their values from.
+static CHANGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_change() -> u64 {
+    CHANGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 struct State {
     objects: Objects,
     revision: Revision,
@@ -360,6 +367,9 @@ struct State {
     /// The revision of the last event applied (several events share one
     /// when a transaction wrote several keys).
     last_event: Revision,
+    /// Moves whenever the objects change (an event is applied, the cache
+    /// re-lists): the next value of [`CHANGES`], so no two caches share one.
+    changes: u64,
 }
 
 /// Remaining-item counts kept for continue tokens (see
@@ -462,6 +472,7 @@ impl WatchCache {
                 slots: Vec::new(),
                 next_id: 0,
                 last_event: 0,
+                changes: 0,
             }),
             revision_tx,
             snapshots: Mutex::new(VecDeque::new()),
@@ -487,6 +498,14 @@ impl WatchCache {
     /// The revision the cache has caught up with.
     pub fn revision(&self) -> Revision {
         read(&self.state).revision
+    }
+
+    /// A number that moves whenever the cached objects change (an event is
+    /// applied, the cache re-lists); `None` while the cache is not ready.
+    /// The same number means a list answers the same objects.
+    pub fn changes(&self) -> Option<u64> {
+        let s = read(&self.state);
+        s.ready.then_some(s.changes)
     }
 
     /// Whether the cache is ready and has seen `revision`.
@@ -742,6 +761,7 @@ impl WatchCache {
         s.window_bytes = 0;
         s.oldest = revision;
         s.last_event = revision;
+        s.changes = next_change();
         s.ready = true;
         drop(s);
         let metrics = crate::metrics::global();
@@ -808,6 +828,7 @@ impl WatchCache {
             .into());
         }
         s.last_event = revision;
+        s.changes = next_change();
         let prev = match ev.kind {
             EventType::Deleted => s.objects.remove(ev.kv.key.as_str()),
             _ => s.objects.insert(object.key.clone(), object.clone()),

@@ -105,6 +105,37 @@ impl Lookup for StoreLookup {
             .or_else(|| self.added()?.values().find_map(|(_, info)| mapping(info)))
     }
 
+    fn revision(&self, group: &str, version: &str, resource: &str) -> Option<u64> {
+        self.store(group, version, resource)?.0.cache()?.changes()
+    }
+
+    async fn exists(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        fresh: bool,
+    ) -> ApiResult<bool> {
+        if !fresh {
+            let Some((store, _)) = self.store(group, version, resource) else {
+                return Ok(false);
+            };
+            match store.get_shared(namespace, name, Some(0)).await {
+                Ok(Some(_)) => return Ok(true),
+                // No watch cache: storage answers below.
+                Ok(None) => {}
+                Err(e) if e.code() == 404 => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self
+            .get(group, version, resource, namespace, name, fresh)
+            .await?
+            .is_some())
+    }
+
     async fn get(
         &self,
         group: &str,

@@ -6,8 +6,9 @@
 //!
 //! - **Policies and bindings** are read like the webhook configurations
 //!   (an informer-style snapshot through the plugin [`Context`]'s lookup,
-//!   listed again when older than [`REFRESH`]); expressions are compiled
-//!   when a policy's resource version is first seen.
+//!   checked when older than [`REFRESH`] and listed again when the
+//!   lookup's revision of the policies or bindings moved); expressions are
+//!   compiled when a policy's resource version is first seen.
 //! - **Matching**: the policy's `matchConstraints` then the binding's
 //!   `matchResources` (namespace and object selectors, `excludeResourceRules`
 //!   first, then `resourceRules` with `resourceNames` and, for `matchPolicy:
@@ -33,7 +34,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::matching::{self, Conditions, Matched, Target};
+use super::matching::{self, Conditions, Hit, Matched, Target};
 use super::{Attributes, Context, Error, Operation, Plugin, async_trait};
 use apiforge_core::builtin::admissionregistration_v1::{
     MatchResources, ParamKind, ParamRef, ValidatingAdmissionPolicy,
@@ -170,6 +171,12 @@ struct Policy {
     audit_annotations: Vec<(String, Expression)>,
     /// The activation variables its expressions may read.
     uses: Uses,
+    /// Without `matchConditions` and `variables`: evaluated without params
+    /// straight in a request's root context (see [`make_plain`]).
+    plain: bool,
+    /// Whether a `matchConditions` expression may read `variables` (by the
+    /// same conservative scan as [`Uses`]).
+    conditions_read_variables: bool,
 }
 
 /// Which of the costlier activation variables some expression may read,
@@ -238,6 +245,11 @@ impl Policy {
         );
         Policy {
             uses,
+            plain: spec.match_conditions.is_empty() && spec.variables.is_empty(),
+            conditions_read_variables: spec
+                .match_conditions
+                .iter()
+                .any(|c| c.expression.contains("variables")),
             name: p.metadata.name,
             resource_version: p.metadata.resource_version,
             params: spec.param_kind.as_ref().map(|pk| param_source(pk, ctx)),
@@ -397,6 +409,17 @@ async fn resources_match(
     attrs: &Attributes,
     ctx: &Context,
 ) -> Result<Option<Matched>, Error> {
+    Ok(resources_hit(m, attrs, ctx)
+        .await?
+        .map(|h| h.matched(attrs)))
+}
+
+/// [`resources_match`], telling only which version matched.
+async fn resources_hit(
+    m: &MatchResources,
+    attrs: &Attributes,
+    ctx: &Context,
+) -> Result<Option<Hit>, Error> {
     if !matching::namespace_selector_matches(m.namespace_selector.as_ref(), attrs, ctx).await? {
         return Ok(None);
     }
@@ -404,17 +427,13 @@ async fn resources_match(
         return Ok(None);
     }
     let equivalent = m.match_policy.as_deref() != Some("Exact");
-    if matching::named_rules_match(&m.exclude_resource_rules, equivalent, attrs).is_some() {
+    if matching::named_rules_hit(&m.exclude_resource_rules, equivalent, attrs).is_some() {
         return Ok(None);
     }
     if m.resource_rules.is_empty() {
-        return Ok(Some(Matched {
-            version: attrs.version.clone(),
-            resource: attrs.resource.clone(),
-            kind: attrs.kind.clone(),
-        }));
+        return Ok(Some(Hit::Own));
     }
-    Ok(matching::named_rules_match(
+    Ok(matching::named_rules_hit(
         &m.resource_rules,
         equivalent,
         attrs,
@@ -513,14 +532,15 @@ impl Activation {
 
 /// JSON converted straight into the interpreter's representation of a
 /// bound variable: the same value as binding
-/// [`apiforge_core::cel::to_cel`]'s result, without building that first.
-fn json_to_val(value: &Value) -> Box<dyn cel::common::value::Val> {
+/// [`apiforge_core::cel::to_cel`]'s result, without building that first
+/// (and moving its strings rather than copying them).
+fn json_into_val(value: Value) -> Box<dyn cel::common::value::Val> {
     use cel::common::types::{
         CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
     };
     match value {
         Value::Null => Box::new(CelNull),
-        Value::Bool(b) => Box::new(CelBool::from(*b)),
+        Value::Bool(b) => Box::new(CelBool::from(b)),
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
                 Box::new(CelInt::from(i))
@@ -530,27 +550,43 @@ fn json_to_val(value: &Value) -> Box<dyn cel::common::value::Val> {
                 Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN)))
             }
         }
-        Value::String(s) => Box::new(CelString::from(s.clone())),
+        Value::String(s) => Box::new(CelString::from(s)),
         Value::Array(items) => Box::new(CelList::from(
-            items.iter().map(json_to_val).collect::<Vec<_>>(),
+            items.into_iter().map(json_into_val).collect::<Vec<_>>(),
         )),
         Value::Object(map) => Box::new(CelMap::from(
-            map.iter()
-                .map(|(k, v)| (CelMapKey::from(k.clone()), json_to_val(v)))
+            map.into_iter()
+                .map(|(k, v)| (CelMapKey::from(k), json_into_val(v)))
                 .collect::<HashMap<_, _>>(),
         )),
     }
 }
 
-/// The shared context of one request and version (see
-/// [`Activation::into_root`]), its objects converted from JSON directly.
+/// [`root_context_owned`] of borrowed objects.
+#[cfg(test)]
 fn root_context(
     object: Option<&Value>,
     old_object: Option<&Value>,
     request: Option<&Value>,
     namespace_object: cel::Value,
 ) -> cel::Context<'static, 'static> {
-    let val = |v: Option<&Value>| v.map_or_else(|| json_to_val(&Value::Null), json_to_val);
+    root_context_owned(
+        object.cloned(),
+        old_object.cloned(),
+        request.cloned(),
+        namespace_object,
+    )
+}
+
+/// The shared context of one request and version (see
+/// [`Activation::into_root`]), its objects converted from JSON directly.
+fn root_context_owned(
+    object: Option<Value>,
+    old_object: Option<Value>,
+    request: Option<Value>,
+    namespace_object: cel::Value,
+) -> cel::Context<'static, 'static> {
+    let val = |v: Option<Value>| json_into_val(v.unwrap_or(Value::Null));
     let mut c = cel::Context::with_env(apiforge_core::cel_authorizer::admission_env());
     c.add_variable_as_val("object", val(object));
     c.add_variable_as_val("oldObject", val(old_object));
@@ -658,15 +694,49 @@ fn evaluate(
         }
     }
     let vars = bind_variables(&policy.variables, &mut ctx);
+    judge(policy, &ctx, &vars)
+}
+
+/// Binds what a [`Policy::plain`] policy without params sees besides the
+/// request's variables: `params` null and no `variables` (as
+/// [`evaluate`] binds them in its inner scope).
+fn make_plain(root: &mut cel::Context<'static, 'static>) {
+    root.add_variable_from_value("params", cel::Value::Null);
+    root.add_variable_from_value(
+        "variables",
+        cel::Value::Map(HashMap::<cel::objects::Key, cel::Value>::new().into()),
+    );
+}
+
+/// [`evaluate`] for a [`Policy::plain`] policy without params, straight
+/// in a root context made plain by [`make_plain`] (names resolve in one
+/// scope, and nothing is bound per policy).
+fn evaluate_plain(policy: &Policy, plain_root: &cel::Context<'static, 'static>) -> Outcome {
+    judge(policy, plain_root, &Variables::default())
+}
+
+/// The validations and audit annotations of `policy` in `ctx`, where its
+/// conditions held and its variables are bound (`vars`).
+fn judge(policy: &Policy, ctx: &cel::Context<'_, '_>, vars: &Variables) -> Outcome {
+    let on_error = |message: String| {
+        if policy.ignore_failures {
+            Decision::Admit
+        } else {
+            Decision::Deny {
+                message,
+                reason: String::new(),
+            }
+        }
+    };
     let mut outcome = Outcome::default();
     for v in &policy.validations {
-        let decision = match vars.run(&v.expression, &ctx) {
+        let decision = match vars.run(&v.expression, ctx) {
             Err(e) => on_error(e),
             Ok(cel::Value::Bool(true)) => Decision::Admit,
             Ok(_) => {
                 let mut message = String::new();
                 if let Some(me) = &v.message_expression {
-                    match me.run(&ctx) {
+                    match me.run(ctx) {
                         Ok(cel::Value::String(s)) => {
                             let s = s.trim();
                             if s.len() <= MAX_MESSAGE_EXPRESSION_BYTES && !s.contains('\n') {
@@ -694,7 +764,7 @@ fn evaluate(
         outcome.decisions.push(decision);
     }
     for (key, expression) in &policy.audit_annotations {
-        let error = match vars.run(expression, &ctx) {
+        let error = match vars.run(expression, ctx) {
             Ok(cel::Value::String(s)) => {
                 let value = s.trim();
                 if !value.is_empty() {
@@ -857,11 +927,19 @@ impl ValidatingAdmissionPolicies {
         // once for every policy matching in that version (converting the
         // object and building the request variable cost more than most
         // expressions).
-        let mut activations: HashMap<String, Arc<cel::Context<'static, 'static>>> = HashMap::new();
+        let mut activations: Vec<(&str, Arc<cel::Context<'static, 'static>>)> = Vec::new();
         let uses = snapshot
             .hooks
             .iter()
             .fold(Uses::default(), |u, h| u.or(h.policy.uses));
+        // The roots also bind `params` null and no `variables` (see
+        // [`make_plain`]) unless a policy's conditions might read
+        // `variables`: in the inner scopes of the others both are bound
+        // again, and conditions that never name `variables` cannot tell.
+        let plain_roots = !snapshot
+            .hooks
+            .iter()
+            .any(|h| h.policy.conditions_read_variables);
         for hook in &snapshot.hooks {
             let policy = &hook.policy;
             let config_error =
@@ -883,14 +961,15 @@ impl ValidatingAdmissionPolicies {
             let Some(constraints) = &policy.constraints else {
                 continue;
             };
-            let matched = match resources_match(constraints, attrs, ctx).await {
-                Ok(Some(m)) => m,
+            let hit = match resources_hit(constraints, attrs, ctx).await {
+                Ok(Some(h)) => h,
                 Ok(None) => continue,
                 Err(e) => {
                     config_error(e.to_string(), None, &mut denials);
                     continue;
                 }
             };
+            let version = hit.version(attrs);
             let params_source = match &policy.params {
                 Some(Err(e)) => {
                     config_error(e.clone(), None, &mut denials);
@@ -899,12 +978,14 @@ impl ValidatingAdmissionPolicies {
                 Some(Ok(s)) => Some(s),
                 None => None,
             };
-            let mut activation: Option<Arc<cel::Context<'static, 'static>>> =
-                activations.get(&matched.version).cloned();
+            let mut activation: Option<Arc<cel::Context<'static, 'static>>> = activations
+                .iter()
+                .find(|(v, _)| *v == version)
+                .map(|(_, a)| a.clone());
             let mut collector = Collector::default();
             for binding in &hook.bindings {
                 if let Some(m) = &binding.match_resources {
-                    match resources_match(m, attrs, ctx).await {
+                    match resources_hit(m, attrs, ctx).await {
                         Ok(Some(_)) => {}
                         Ok(None) => continue,
                         Err(e) => {
@@ -927,7 +1008,7 @@ impl ValidatingAdmissionPolicies {
                     continue;
                 }
                 if activation.is_none() {
-                    let (object, old) = match matching::versioned(attrs, &matched.version) {
+                    let (object, old) = match matching::versioned(attrs, version) {
                         Ok(o) => o,
                         Err(e) => {
                             config_error(
@@ -947,6 +1028,7 @@ impl ValidatingAdmissionPolicies {
                         }
                     };
                     let request = uses.request.then(|| {
+                        let matched = hit.matched(attrs);
                         let target = Target {
                             group: &attrs.group,
                             version: &matched.version,
@@ -955,24 +1037,35 @@ impl ValidatingAdmissionPolicies {
                         let uid = uuid::Uuid::new_v4().to_string();
                         matching::admission_request(&uid, attrs, target, &matched.kind, None, None)
                     });
-                    let mut root = root_context(
-                        object.as_ref(),
-                        old.as_ref().filter(|_| uses.old_object),
-                        request.as_ref(),
+                    let mut root = root_context_owned(
+                        object,
+                        old.filter(|_| uses.old_object),
+                        request,
                         ns_value,
                     );
                     if uses.authorizer {
                         ctx.bind_authorizer(&mut root, attrs);
                     }
+                    if plain_roots {
+                        make_plain(&mut root);
+                    }
                     let built = Arc::new(root);
-                    activations.insert(matched.version.clone(), built.clone());
+                    activations.push((version, built.clone()));
                     activation = Some(built);
                 }
                 let Some(activation) = &activation else {
                     break;
                 };
+                // A plain policy without params needs no inner scope.
+                let plain = plain_roots
+                    && policy.plain
+                    && (params_source.is_none() || binding.param_ref.is_none());
                 for param in &params {
-                    let outcome = evaluate(policy, activation, &apiforge_core::cel::to_cel(param));
+                    let outcome = if plain {
+                        evaluate_plain(policy, activation)
+                    } else {
+                        evaluate(policy, activation, &apiforge_core::cel::to_cel(param))
+                    };
                     for (i, decision) in outcome.decisions.into_iter().enumerate() {
                         let Decision::Deny { message, reason } = decision else {
                             continue;
@@ -1039,10 +1132,11 @@ async fn namespace_value(
     if attrs.namespace.is_empty() || is_namespace {
         return Ok(cel::Value::Null);
     }
-    let ns = matching::namespace(ctx, &attrs.namespace).await?;
     if !used {
+        matching::namespace_exists(ctx, &attrs.namespace).await?;
         return Ok(cel::Value::Null);
     }
+    let ns = matching::namespace(ctx, &attrs.namespace).await?;
     Ok(apiforge_core::cel::to_cel(&namespace_object(&ns)))
 }
 

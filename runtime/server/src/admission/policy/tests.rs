@@ -329,3 +329,66 @@ fn policy_timing() {
         println!("{policies} policies: old {old:.1} µs, new {new:.1} µs per request");
     }
 }
+
+/// A plain policy (no conditions, no variables) evaluated without params
+/// straight in a root made plain decides as in an inner scope: the same
+/// decisions, messages and errors (`params` null, `variables` empty).
+#[test]
+fn plain_roots_decide_as_inner_scopes() {
+    let p = policy(json!({"validations": [
+        {"expression": "object.metadata.name.size() < 5 && !has(object.spec.ref)"},
+        {"expression": "params == null"},
+        {"expression": "variables.missing == 1"},
+        {"expression": "object.n > 3", "messageExpression": "'n is ' + string(object.n)"},
+    ], "auditAnnotations": [{"key": "k", "valueExpression": "'v' + string(object.n)"}]}));
+    assert!(p.plain);
+    let object = json!({"metadata": {"name": "longer"}, "spec": {"ref": "x"}, "n": 2});
+    let inner = evaluate(
+        &p,
+        &root_context(Some(&object), None, None, cel::Value::Null),
+        &cel::Value::Null,
+    );
+    let mut root = root_context(Some(&object), None, None, cel::Value::Null);
+    make_plain(&mut root);
+    let plain = evaluate_plain(&p, &root);
+    let got = |o: &Outcome| o.decisions.iter().map(denial).collect::<Vec<_>>();
+    assert_eq!(got(&plain), got(&inner));
+    assert_eq!(plain.annotations, inner.annotations);
+    assert_eq!(plain.annotation_errors, inner.annotation_errors);
+    assert!(got(&plain)[0].is_some());
+    assert!(got(&plain)[1].is_none());
+    let (missing, _) = got(&plain)[2].clone().expect("denied");
+    assert!(
+        missing.starts_with("expression 'variables.missing == 1' resulted in error: "),
+        "{missing}"
+    );
+    assert_eq!(got(&plain)[3], Some(("n is 2".into(), "Invalid".into())));
+    // A policy with params evaluates in its own scope, over a plain root
+    // too.
+    let params = apiforge_core::cel::to_cel(&json!({"max": 1}));
+    let q = policy(json!({"validations": [{"expression": "object.n <= params.max"}]}));
+    let over_plain = evaluate(&q, &root, &params);
+    assert_eq!(
+        got(&over_plain),
+        [Some((
+            "failed expression: object.n <= params.max".into(),
+            "Invalid".into()
+        ))]
+    );
+}
+
+/// Conditions or variables make a policy not plain; conditions that name
+/// `variables` keep the roots unplain.
+#[test]
+fn what_is_plain() {
+    let p = policy(json!({"validations": [{"expression": "true"}]}));
+    assert!(p.plain && !p.conditions_read_variables);
+    let p = policy(
+        json!({"variables": [{"name": "v", "expression": "1"}], "validations": [{"expression": "true"}]}),
+    );
+    assert!(!p.plain);
+    let p = policy(
+        json!({"matchConditions": [{"name": "c", "expression": "variables.v == 1"}], "validations": [{"expression": "true"}]}),
+    );
+    assert!(!p.plain && p.conditions_read_variables);
+}
