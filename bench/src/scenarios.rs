@@ -1109,6 +1109,9 @@ async fn update_on(
     )
     .await?;
     drop(proxy);
+    // The setup connection sat idle through the runs, longer than the
+    // server keeps an idle connection open (30 s): a fresh one.
+    let mut conn = Conn::connect(target).await?;
     let (mut lost, mut extra) = (0u64, 0u64);
     for i in 0..UPDATE_CLIENTS {
         let reply = conn.get(&op.path(i)).await?.ok().with_context(|| {
