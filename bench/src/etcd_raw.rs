@@ -18,7 +18,7 @@ use hyper::body::Incoming;
 use tokio::task::JoinHandle;
 
 #[cfg(doc)]
-use crate::reference::Reference;
+use crate::reference::RefProcess;
 use crate::reference::{Handler, json_response};
 
 /// Creates keys `{prefix}{n}` if absent, as kube-apiserver's etcd3 store
@@ -161,9 +161,9 @@ async fn compare_and_swap(
 }
 
 /// The floor of any API server on etcd: an HTTPS server on apiforge's own
-/// TLS and HTTP stack ([`Reference::serve`]) that does nothing but the
-/// storage work a request needs, with a watch on its prefix as a watch
-/// cache keeps.
+/// TLS and HTTP stack, run in a process of its own
+/// ([`RefProcess::etcd_proxy`]), that does nothing but the storage work a
+/// request needs, with a watch on its prefix as a watch cache keeps.
 ///
 /// - `POST` creates `{prefix}{n}` with the request body (the create
 ///   transaction of [`RawCreate`]) and answers 201 with the body;
@@ -178,7 +178,7 @@ async fn compare_and_swap(
 /// HTTP, gRPC) and etcd's own work including its watch, which every API
 /// server on this stack pays.
 pub(crate) struct EtcdProxy {
-    /// The request handler, for [`Reference::serve`].
+    /// The request handler, served by the reference process.
     pub(crate) handler: Handler,
     watch: JoinHandle<()>,
 }
