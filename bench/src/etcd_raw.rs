@@ -17,8 +17,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use tokio::task::JoinHandle;
 
-#[cfg(doc)]
-use crate::reference::RefProcess;
 use crate::reference::{Handler, json_response};
 
 /// Creates keys `{prefix}{n}` if absent, as kube-apiserver's etcd3 store
@@ -162,7 +160,7 @@ async fn compare_and_swap(
 
 /// The floor of any API server on etcd: an HTTPS server on apiforge's own
 /// TLS and HTTP stack, run in a process of its own
-/// ([`RefProcess::etcd_proxy`]), that does nothing but the storage work a
+/// (`ref_process::RefProcess::etcd_proxy`), that does nothing but the storage work a
 /// request needs, with a watch on its prefix as a watch cache keeps.
 ///
 /// - `POST` creates `{prefix}{n}` with the request body (the create

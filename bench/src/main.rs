@@ -18,10 +18,12 @@ mod fixtures;
 mod load;
 mod plot;
 mod procs;
+mod ref_process;
 mod reference;
 mod report;
 mod scaling;
 mod scenarios;
+mod suite;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -48,7 +50,7 @@ struct Cli {
     server_args: Vec<String>,
     /// Run only these scenarios (repeatable); default: all.
     #[arg(long = "scenario", value_enum)]
-    scenarios: Vec<scenarios::Name>,
+    scenarios: Vec<suite::Name>,
     /// Write the scaling scenario's charts (SVG) into this directory.
     #[arg(long)]
     plots: Option<PathBuf>,
@@ -66,7 +68,7 @@ enum Command {
     /// Serves one reference server until stdin closes (started by the
     /// benchmark itself, so that the reference's CPU time is its own).
     #[command(hide = true)]
-    ReferenceServer(reference::ChildArgs),
+    ReferenceServer(ref_process::ChildArgs),
 }
 
 static START: OnceLock<Instant> = OnceLock::new();
@@ -133,7 +135,7 @@ fn main() -> std::process::ExitCode {
 
 async fn run(cli: Cli) -> std::process::ExitCode {
     if let Some(Command::ReferenceServer(args)) = cli.command {
-        return match reference::child_main(args).await {
+        return match ref_process::child_main(args).await {
             Ok(()) => std::process::ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: reference server: {e:#}");
@@ -184,11 +186,11 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         }
     );
     let selected = if cli.scenarios.is_empty() {
-        scenarios::Name::all()
+        suite::Name::all()
     } else {
         cli.scenarios.clone()
     };
-    let (figures, failures) = scenarios::run_all(&settings, &selected).await;
+    let (figures, failures) = suite::run_all(&settings, &selected).await;
     print!("{}", report::table(&figures));
     if let Some(path) = &cli.json
         && let Err(e) = report::write_json(path, &figures)

@@ -19,167 +19,12 @@ use crate::etcd_raw;
 use crate::fixtures::{collection, flunder, fresh, pad_for_1kib};
 use crate::load::{self, LoadResult, Op, median};
 use crate::procs::{Apiforge, Backend, Etcd};
-use crate::reference::RefProcess;
+use crate::ref_process::RefProcess;
 use crate::report::{Figure, Target as Goal};
 use crate::{Settings, progress};
 
-/// Scenario names for `--scenario`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Name {
-    /// GET one object from the cache, 64 connections.
-    Get,
-    /// LIST all objects in one page and in pages of 500.
-    List,
-    /// CREATE with 16 and 64 clients (embedded; etcd when available).
-    Create,
-    /// UPDATE with resourceVersion preconditions, 64 clients.
-    Update,
-    /// WATCH fan-out to 1,000 watchers at 200 writes/s.
-    Watch,
-    /// 10,000 idle watches (one connection each): server memory per
-    /// watch, idle CPU, and one event to all of them.
-    IdleWatches,
-    /// Start-up to /readyz, empty and with many objects.
-    Startup,
-    /// RSS with many 1 KiB objects cached.
-    Memory,
-    /// Consistent LIST vs resourceVersion=0.
-    ConsistentList,
-    /// Server-side apply (create and update) vs POST and merge patch.
-    Apply,
-    /// Garbage collection: owner DELETE to the last of 1,000 dependents
-    /// gone (background and foreground; embedded and etcd).
-    Gc,
-    /// Custom resources vs the compiled-in kind of the same schema (GET,
-    /// LIST, create), definition to Established, start-up with 100
-    /// definitions and 10,000 custom resources, RSS per cached one.
-    Crd,
-    /// Creates with 0 and 1 validating/mutating admission webhooks on
-    /// loopback: added latency per call, throughput and CPU.
-    Admission,
-    /// GET through the aggregator's proxy vs GET served by the backend
-    /// directly.
-    Aggregator,
-    /// How cost grows: GET, LIST, watch fan-out, RSS and start-up at
-    /// 1,000 to 1,000,000 objects; creates at 1 to 256 clients.
-    Scale,
-}
-
-impl Name {
-    /// Every scenario, in run order.
-    pub(crate) fn all() -> Vec<Name> {
-        vec![
-            Name::Get,
-            Name::List,
-            Name::ConsistentList,
-            Name::Create,
-            Name::Update,
-            Name::Apply,
-            Name::Watch,
-            Name::IdleWatches,
-            Name::Startup,
-            Name::Memory,
-            Name::Gc,
-            Name::Crd,
-            Name::Admission,
-            Name::Aggregator,
-            Name::Scale,
-        ]
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Name::Get => "get",
-            Name::List => "list",
-            Name::Create => "create",
-            Name::Update => "update",
-            Name::Watch => "watch",
-            Name::IdleWatches => "idle-watches",
-            Name::Startup => "startup",
-            Name::Memory => "memory",
-            Name::ConsistentList => "consistent-list",
-            Name::Apply => "apply",
-            Name::Gc => "gc",
-            Name::Crd => "crd",
-            Name::Admission => "admission",
-            Name::Aggregator => "aggregator",
-            Name::Scale => "scale",
-        }
-    }
-}
-
+/// Bytes in a MiB.
 pub(crate) const MIB: f64 = 1024.0 * 1024.0;
-
-/// Runs the selected scenarios; returns the figures and how many scenarios
-/// could not run.
-pub(crate) async fn run_all(settings: &Settings, selected: &[Name]) -> (Vec<Figure>, usize) {
-    let mut figures = Vec::new();
-    let mut failures = 0;
-    let has = |n: Name| selected.contains(&n);
-    let mut record = |name: &str, result: anyhow::Result<Vec<Figure>>| match result {
-        Ok(f) => figures.extend(f),
-        Err(e) => {
-            progress!("{name}: could not run: {e:#}");
-            failures += 1;
-            figures.push(Figure::error(name, &format!("{e:#}")));
-        }
-    };
-    if has(Name::Get) {
-        record(Name::Get.label(), get(settings).await);
-    }
-    if has(Name::List) || has(Name::ConsistentList) {
-        record(
-            "list",
-            list(settings, has(Name::List), has(Name::ConsistentList)).await,
-        );
-    }
-    if has(Name::Create) {
-        record(Name::Create.label(), create(settings).await);
-    }
-    if has(Name::Update) {
-        record(Name::Update.label(), update(settings).await);
-    }
-    if has(Name::Apply) {
-        record(Name::Apply.label(), crate::apply::apply(settings).await);
-    }
-    if has(Name::Watch) {
-        record(Name::Watch.label(), watch(settings).await);
-    }
-    if has(Name::IdleWatches) {
-        record(Name::IdleWatches.label(), idle_watches(settings).await);
-    }
-    if has(Name::Startup) || has(Name::Memory) {
-        record(
-            "startup/memory",
-            startup_memory(settings, has(Name::Startup), has(Name::Memory)).await,
-        );
-    }
-    if has(Name::Gc) {
-        record(Name::Gc.label(), gc(settings).await);
-    }
-    if has(Name::Crd) {
-        record(
-            Name::Crd.label(),
-            crate::custom_resources::custom_resources(settings).await,
-        );
-    }
-    if has(Name::Admission) {
-        record(
-            Name::Admission.label(),
-            crate::admission::admission(settings).await,
-        );
-    }
-    if has(Name::Aggregator) {
-        record(
-            Name::Aggregator.label(),
-            crate::aggregator::aggregator(settings).await,
-        );
-    }
-    if has(Name::Scale) {
-        record(Name::Scale.label(), crate::scaling::scale(settings).await);
-    }
-    (figures, failures)
-}
 
 // ---------------------------------------------------------------------------
 // helpers
@@ -416,7 +261,7 @@ impl Op for GetOp {
 // ---------------------------------------------------------------------------
 // 1. GET
 
-async fn get(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn get(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     const S: &str = "get";
     progress!("{S}: GET one 1 KiB object, 64 connections");
     let f = fresh(settings, &Backend::Embedded).await?;
@@ -515,7 +360,11 @@ impl Op for PagedListOp {
     }
 }
 
-async fn list(settings: &Settings, plain: bool, consistent: bool) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn list(
+    settings: &Settings,
+    plain: bool,
+    consistent: bool,
+) -> anyhow::Result<Vec<Figure>> {
     let n = settings.list_objects;
     progress!("list: populating {n} objects of ~1 KiB");
     let f = fresh(settings, &Backend::Embedded).await?;
@@ -816,7 +665,7 @@ async fn etcd_client(etcd: &Etcd) -> anyhow::Result<etcd_client::Client> {
         .context("connecting to etcd")
 }
 
-async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn create(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     const S: &str = "create";
     progress!("{S}: CREATE 1 KiB objects, 16 and 64 clients");
     let embedded = create_on(settings, &Backend::Embedded).await?;
@@ -1135,7 +984,7 @@ async fn update_on(
     Ok((result, raw_runs, pad))
 }
 
-async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn update(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     const S: &str = "update";
     progress!(
         "{S}: PUT with resourceVersion preconditions, {UPDATE_CLIENTS} clients on {UPDATE_CLIENTS} objects"
@@ -1566,7 +1415,7 @@ const H2_WATCHES_PER_CONNECTION: usize = 100;
 /// them. Twice, on fresh servers: one HTTP/1.1 connection per watch
 /// (kube-rs; the worst case), then HTTP/2 streams, 100 per connection
 /// (client-go and kubectl negotiate HTTP/2 and share a connection).
-async fn idle_watches(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn idle_watches(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     let mut figures = idle_watches_over(settings, false).await?;
     figures.extend(idle_watches_over(settings, true).await?);
     Ok(figures)
@@ -1709,7 +1558,7 @@ async fn idle_watches_over(settings: &Settings, http2: bool) -> anyhow::Result<V
 /// the server drops the watcher after ~1,800.
 const STALL_MIN_EVENTS: u64 = 2_000;
 
-async fn watch(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn watch(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     const S: &str = "watch";
     progress!(
         "{S}: {} watchers, {} writes/s for {:?}",
@@ -1813,7 +1662,7 @@ async fn watch(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
 // ---------------------------------------------------------------------------
 // 6. start-up and 7. memory
 
-async fn startup_memory(
+pub(crate) async fn startup_memory(
     settings: &Settings,
     startup: bool,
     memory: bool,
@@ -2070,7 +1919,7 @@ async fn gc_on(settings: &Settings, backend: &Backend) -> anyhow::Result<Vec<Fig
 /// The garbage collector: from an owner's DELETE to the last of its 1,000
 /// dependents gone, in the background and in the foreground (median of
 /// the runs), on the embedded store and on etcd.
-async fn gc(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
+pub(crate) async fn gc(settings: &Settings) -> anyhow::Result<Vec<Figure>> {
     progress!("gc: owner DELETE to the last of {GC_DEPENDENTS} dependents gone");
     let mut out = gc_on(settings, &Backend::Embedded).await?;
     if settings.etcd {

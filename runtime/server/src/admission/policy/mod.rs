@@ -225,6 +225,19 @@ struct ParamSource {
 }
 
 impl Policy {
+    /// The decision when one of its expressions fails: admit under
+    /// `failurePolicy: Ignore`, else deny with the error.
+    fn on_error(&self, message: String) -> Decision {
+        if self.ignore_failures {
+            Decision::Admit
+        } else {
+            Decision::Deny {
+                message,
+                reason: String::new(),
+            }
+        }
+    }
+
     fn new(p: ValidatingAdmissionPolicy, ctx: &Context) -> Self {
         let spec = p.spec;
         let uses = Uses::of(
@@ -671,16 +684,7 @@ fn evaluate(
     root: &cel::Context<'static, 'static>,
     params: &cel::Value,
 ) -> Outcome {
-    let on_error = |message: String| {
-        if policy.ignore_failures {
-            Decision::Admit
-        } else {
-            Decision::Deny {
-                message,
-                reason: String::new(),
-            }
-        }
-    };
+    let on_error = |message: String| policy.on_error(message);
     let mut ctx = root.new_inner_scope();
     ctx.add_variable_from_value("params", params.clone());
     match policy.conditions.evaluate_in(&ctx) {
@@ -718,16 +722,7 @@ fn evaluate_plain(policy: &Policy, plain_root: &cel::Context<'static, 'static>) 
 /// The validations and audit annotations of `policy` in `ctx`, where its
 /// conditions held and its variables are bound (`vars`).
 fn judge(policy: &Policy, ctx: &cel::Context<'_, '_>, vars: &Variables) -> Outcome {
-    let on_error = |message: String| {
-        if policy.ignore_failures {
-            Decision::Admit
-        } else {
-            Decision::Deny {
-                message,
-                reason: String::new(),
-            }
-        }
-    };
+    let on_error = |message: String| policy.on_error(message);
     let mut outcome = Outcome::default();
     for v in &policy.validations {
         let decision = match vars.run(&v.expression, ctx) {
