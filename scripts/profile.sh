@@ -47,7 +47,9 @@ until grep -qsF -- "$marker" "$log"; do
 done
 server=$(pgrep -n -P $bench -x apiforge) || { echo "no apiforge server under the benchmark" >&2; exit 1; }
 echo "profiling apiforge (pid $server) for $seconds s after '$marker'" >&2
-perf record -q -F 999 -p "$server" -o "$out/$scenario.perf.data" &
+# PERF_ARGS replaces the sampling options (e.g. "-F 199 --call-graph dwarf").
+# shellcheck disable=SC2086
+perf record -q ${PERF_ARGS:--F 999} -p "$server" -o "$out/$scenario.perf.data" &
 perf=$!
 sleep "$seconds"
 kill -INT $perf 2>/dev/null || true

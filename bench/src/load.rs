@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use hdrhistogram::Histogram;
 use tokio::sync::Barrier;
 
@@ -270,4 +271,72 @@ pub(crate) async fn alternate<A: Op, B: Op>(
         }
     }
     Ok(pair)
+}
+
+/// Latencies of two ops sent in turn, request by request, on one
+/// connection ([`interleave`]).
+pub(crate) struct Interleaved {
+    /// The latencies (µs) of each side over every run.
+    pub(crate) hist: [Histogram<u64>; 2],
+}
+
+impl Interleaved {
+    /// Side `side`'s latency quantile in milliseconds.
+    pub(crate) fn quantile_ms(&self, side: usize, q: f64) -> f64 {
+        self.hist[side].value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
+/// Sends `a` and `b` in turn on one connection (a, b, a, b, …) for
+/// `settings.repeats` runs of `settings.run` after a warm-up, keeping each
+/// side's latencies apart. Both sides see the same moment of the machine
+/// (the same disk flushes, the same neighbours), so the difference of
+/// their quantiles is steadier than one taken between separate runs.
+pub(crate) async fn interleave<A: Op, B: Op>(
+    settings: &crate::Settings,
+    label: &str,
+    target: &Target,
+    a: &A,
+    b: &B,
+) -> anyhow::Result<Interleaved> {
+    let mut conn = Conn::connect(target).await?;
+    let mut out = Interleaved {
+        hist: [histogram(), histogram()],
+    };
+    for round in 0..=settings.repeats {
+        // Round 0 is the warm-up; the server closes a connection idle for
+        // long, so each round starts on a fresh one.
+        if round > 0 {
+            conn = Conn::connect(target).await?;
+        }
+        let duration = if round == 0 {
+            settings.warmup
+        } else {
+            settings.run
+        };
+        let deadline = Instant::now() + duration;
+        let mut pairs = 0u64;
+        while Instant::now() < deadline {
+            for (side, hist) in out.hist.iter_mut().enumerate() {
+                let t0 = Instant::now();
+                let result = if side == 0 {
+                    a.call(0, &mut conn).await
+                } else {
+                    b.call(0, &mut conn).await
+                };
+                result.with_context(|| format!("{label}: side {side}"))?;
+                if round > 0 {
+                    let _ = hist.record((t0.elapsed().as_micros() as u64).max(1));
+                }
+            }
+            pairs += 1;
+        }
+        if round > 0 {
+            crate::progress!(
+                "  {label} run {round}/{}: {pairs} requests each side",
+                settings.repeats
+            );
+        }
+    }
+    Ok(out)
 }

@@ -138,6 +138,27 @@ pub trait Dial: Send + Sync {
 
 type Sender = hyper::client::conn::http1::SendRequest<http_body_util::Full<Bytes>>;
 
+/// An HTTP/1.1 connection's I/O (plain or TLS), a future that runs until
+/// the connection ends.
+type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = hyper::Result<()>> + Send>>;
+
+/// One pooled connection: the handle requests are sent on and its I/O,
+/// driven by the task that uses it rather than a task of its own, so an
+/// exchange wakes no other task (the aggregator's proxy does the same).
+struct Connection {
+    sender: Sender,
+    driver: Driver,
+}
+
+impl Connection {
+    /// Whether the connection can take another request: its driver has not
+    /// ended (a server that closed an idle connection ends it here).
+    fn alive(&mut self) -> bool {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        !self.sender.is_closed() && self.driver.as_mut().poll(&mut cx).is_pending()
+    }
+}
+
 /// Idle connections kept per client.
 const POOL_SIZE: usize = 16;
 
@@ -149,7 +170,9 @@ pub struct Client {
     authorization: Option<String>,
     timeout: Duration,
     dial: Option<Arc<dyn Dial>>,
-    idle: std::sync::Mutex<Vec<Sender>>,
+    /// The URL's authority, the `host` label of `rest_client_requests_total`.
+    host: String,
+    idle: std::sync::Mutex<Vec<Connection>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -237,6 +260,7 @@ impl Client {
             _ => return Err(format!("server {server:?} is not an http(s) URL")),
         };
         Ok(Client {
+            host: authority(&uri),
             uri,
             tls,
             authorization: credentials.token.map(|t| format!("Bearer {t}")),
@@ -290,6 +314,7 @@ impl Client {
             (None, None) => None,
         });
         Ok(Client {
+            host: authority(&uri),
             uri,
             tls,
             authorization,
@@ -332,6 +357,7 @@ impl Client {
         );
         let uri = http::Uri::from_parts(parts).map_err(|e| format!("path {path:?}: {e}"))?;
         Ok(Client {
+            host: authority(&uri),
             uri,
             tls: self.tls.clone(),
             authorization: self.authorization.clone(),
@@ -351,13 +377,7 @@ impl Client {
             Ok(Ok((status, _))) => Some(*status),
             _ => None,
         };
-        let url = self.url();
-        let host = url
-            .parse::<http::Uri>()
-            .ok()
-            .and_then(|u| u.authority().map(|a| a.to_string()))
-            .unwrap_or_default();
-        crate::metrics::global().count_client_request(status, method, &host);
+        crate::metrics::global().count_client_request(status, method, &self.host);
     }
 
     /// GETs the URL once; the answer's status and body.
@@ -433,17 +453,9 @@ impl Client {
         method: http::Method,
         body: Bytes,
     ) -> Result<(http::StatusCode, Bytes), String> {
-        let mut sender = loop {
-            match self.idle_sender() {
-                // A connection just handed back may still be finishing the
-                // previous exchange: wait for it rather than drop it.
-                Some(mut sender) => {
-                    if sender.ready().await.is_ok() {
-                        break sender;
-                    }
-                }
-                None => break self.connect().await?,
-            }
+        let mut conn = match self.idle_connection() {
+            Some(conn) => conn,
+            None => self.connect().await?,
         };
         let path = self
             .uri
@@ -467,40 +479,55 @@ impl Client {
         let req = req
             .body(http_body_util::Full::new(body))
             .map_err(|e| e.to_string())?;
-        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-        let code = resp.status();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        self.put_idle(sender);
-        Ok((code, body))
+        let answer = {
+            let Connection { sender, driver } = &mut conn;
+            let exchange = async move {
+                sender.ready().await?;
+                let resp = sender.send_request(req).await?;
+                let code = resp.status();
+                let body = resp.into_body().collect().await?.to_bytes();
+                Ok::<_, hyper::Error>((code, body))
+            };
+            let mut exchange = std::pin::pin!(exchange);
+            // The exchange and the connection's I/O in this task. A connection
+            // that ends cleanly (`Connection: close`) has handed over what it
+            // read already: the exchange finishes on its own.
+            tokio::select! {
+                biased;
+                answer = &mut exchange => answer,
+                ended = driver.as_mut() => match ended {
+                    Ok(()) => exchange.await,
+                    Err(e) => Err(e),
+                },
+            }
+        };
+        let answer = answer.map_err(|e| e.to_string())?;
+        self.put_idle(conn);
+        Ok(answer)
     }
 
     /// An idle connection that is still open.
-    fn idle_sender(&self) -> Option<Sender> {
+    fn idle_connection(&self) -> Option<Connection> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        while let Some(sender) = idle.pop() {
-            if !sender.is_closed() {
-                return Some(sender);
+        while let Some(mut conn) = idle.pop() {
+            if conn.alive() {
+                return Some(conn);
             }
         }
         None
     }
 
-    fn put_idle(&self, sender: Sender) {
-        if sender.is_closed() {
+    fn put_idle(&self, mut conn: Connection) {
+        if !conn.alive() {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < POOL_SIZE {
-            idle.push(sender);
+            idle.push(conn);
         }
     }
 
-    async fn connect(&self) -> Result<Sender, String> {
+    async fn connect(&self) -> Result<Connection, String> {
         let name = self.uri.host().ok_or("no host")?.trim_matches(['[', ']']);
         let default_port = if self.tls.is_some() { 443 } else { 80 };
         let (host, port) = match &self.dial {
@@ -528,16 +555,23 @@ impl Client {
         }
     }
 
-    async fn handshake<I>(io: I) -> Result<Sender, String>
+    async fn handshake<I>(io: I) -> Result<Connection, String>
     where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
-        let (sender, conn) = hyper::client::conn::http1::handshake(io)
+        let (sender, driver) = hyper::client::conn::http1::handshake(io)
             .await
             .map_err(|e| e.to_string())?;
-        tokio::spawn(conn);
-        Ok(sender)
+        Ok(Connection {
+            sender,
+            driver: Box::pin(driver),
+        })
     }
+}
+
+/// The authority of `uri` (`host:port`), empty when it has none.
+fn authority(uri: &http::Uri) -> String {
+    uri.authority().map(|a| a.to_string()).unwrap_or_default()
 }
 
 fn tls_connector(

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Attributes, Context, Error, Operation};
 use apiforge_core::builtin::admissionregistration_v1::{
@@ -407,10 +407,138 @@ pub fn named_rules_hit(
     None
 }
 
-/// The `request` CEL variable and the body of `AdmissionReview.request`:
-/// the `AdmissionRequest` of `attrs`, with `kind`/`resource` the version
-/// the hook is called with and `requestKind`/`requestResource` the
-/// request's own.
+/// A group, version and kind of an `AdmissionRequest`.
+#[derive(serde::Serialize)]
+struct Gvk<'a> {
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
+}
+
+/// A group, version and resource of an `AdmissionRequest`.
+#[derive(serde::Serialize)]
+struct Gvr<'a> {
+    group: &'a str,
+    version: &'a str,
+    resource: &'a str,
+}
+
+/// The requesting user of an `AdmissionRequest` (`authentication.k8s.io`
+/// `UserInfo`).
+#[derive(serde::Serialize)]
+struct User<'a> {
+    username: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    uid: &'a str,
+    groups: &'a [String],
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    extra: &'a std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// The options of an `AdmissionRequest` (`CreateOptions`, …).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Options {
+    kind: &'static str,
+    api_version: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dry_run: Option<[&'static str; 1]>,
+}
+
+/// An `AdmissionRequest` (admission.k8s.io) borrowing the request's
+/// attributes and objects: serialized straight into an `AdmissionReview`
+/// body, or made the JSON value CEL's `request` variable is
+/// ([`admission_request`]).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionRequest<'a> {
+    uid: &'a str,
+    kind: Gvk<'a>,
+    resource: Gvr<'a>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    sub_resource: &'a str,
+    request_kind: Gvk<'a>,
+    request_resource: Gvr<'a>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    request_sub_resource: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    namespace: &'a str,
+    operation: &'static str,
+    user_info: User<'a>,
+    object: Option<&'a Value>,
+    old_object: Option<&'a Value>,
+    dry_run: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    options: Option<Options>,
+}
+
+impl<'a> AdmissionRequest<'a> {
+    /// The request `attrs` describes, for `target` (the resource in the
+    /// version the webhook or policy matched) of kind `target_kind`, with
+    /// the objects in that version; `uid` identifies it.
+    pub fn new(
+        uid: &'a str,
+        attrs: &'a Attributes,
+        target: Target<'a>,
+        target_kind: &'a str,
+        object: Option<&'a Value>,
+        old_object: Option<&'a Value>,
+    ) -> Self {
+        let options_kind = match attrs.operation() {
+            Operation::Create => Some("CreateOptions"),
+            Operation::Update => Some("UpdateOptions"),
+            Operation::Delete => Some("DeleteOptions"),
+            Operation::Connect => None,
+        };
+        AdmissionRequest {
+            uid,
+            kind: Gvk {
+                group: target.group,
+                version: target.version,
+                kind: target_kind,
+            },
+            resource: Gvr {
+                group: target.group,
+                version: target.version,
+                resource: target.resource,
+            },
+            sub_resource: &attrs.subresource,
+            request_kind: Gvk {
+                group: &attrs.group,
+                version: &attrs.version,
+                kind: &attrs.kind,
+            },
+            request_resource: Gvr {
+                group: &attrs.group,
+                version: &attrs.version,
+                resource: &attrs.resource,
+            },
+            request_sub_resource: &attrs.subresource,
+            name: &attrs.name,
+            namespace: &attrs.namespace,
+            operation: attrs.operation().as_str(),
+            user_info: User {
+                username: &attrs.user.username,
+                uid: &attrs.user.uid,
+                groups: &attrs.user.groups,
+                extra: &attrs.user.extra,
+            },
+            object,
+            old_object,
+            dry_run: attrs.dry_run,
+            options: options_kind.map(|kind| Options {
+                kind,
+                api_version: "meta.k8s.io/v1",
+                dry_run: attrs.dry_run.then_some(["All"]),
+            }),
+        }
+    }
+}
+
+/// The `AdmissionRequest` a webhook receives (and CEL's `request`
+/// variable), as a JSON value: see [`AdmissionRequest::new`].
 pub fn admission_request(
     uid: &str,
     attrs: &Attributes,
@@ -419,57 +547,21 @@ pub fn admission_request(
     object: Option<&Value>,
     old_object: Option<&Value>,
 ) -> Value {
-    let mut user = json!({
-        "username": attrs.user.username,
-        "groups": attrs.user.groups,
-    });
-    if !attrs.user.uid.is_empty() {
-        user["uid"] = json!(attrs.user.uid);
-    }
-    if !attrs.user.extra.is_empty() {
-        user["extra"] = json!(attrs.user.extra);
-    }
-    let options_kind = match attrs.operation() {
-        Operation::Create => "CreateOptions",
-        Operation::Update => "UpdateOptions",
-        Operation::Delete => "DeleteOptions",
-        Operation::Connect => "",
-    };
-    let mut req = json!({
-        "uid": uid,
-        "kind": {"group": target.group, "version": target.version, "kind": target_kind},
-        "resource": {"group": target.group, "version": target.version, "resource": target.resource},
-        "requestKind": {"group": attrs.group, "version": attrs.version, "kind": attrs.kind},
-        "requestResource": {"group": attrs.group, "version": attrs.version, "resource": attrs.resource},
-        "operation": attrs.operation().as_str(),
-        "userInfo": user,
-        "object": object.cloned().unwrap_or(Value::Null),
-        "oldObject": old_object.cloned().unwrap_or(Value::Null),
-        "dryRun": attrs.dry_run,
-    });
-    if !attrs.subresource.is_empty() {
-        req["subResource"] = json!(attrs.subresource);
-        req["requestSubResource"] = json!(attrs.subresource);
-    }
-    if !attrs.name.is_empty() {
-        req["name"] = json!(attrs.name);
-    }
-    if !attrs.namespace.is_empty() {
-        req["namespace"] = json!(attrs.namespace);
-    }
-    if !options_kind.is_empty() {
-        let mut options = json!({"kind": options_kind, "apiVersion": "meta.k8s.io/v1"});
-        if attrs.dry_run {
-            options["dryRun"] = json!(["All"]);
-        }
-        req["options"] = options;
-    }
-    req
+    serde_json::to_value(AdmissionRequest::new(
+        uid,
+        attrs,
+        target,
+        target_kind,
+        object,
+        old_object,
+    ))
+    .unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn attrs(op: Operation, resource: &str, sub: &str, ns: &str) -> Attributes {
         Attributes {

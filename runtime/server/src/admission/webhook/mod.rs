@@ -533,7 +533,12 @@ async fn call(
     let version = review::review_version(&hook.review_versions)
         .map_err(|e| calling(format!("could not create admission objects: {e}")))?;
     let uid = uuid::Uuid::new_v4().to_string();
-    let request = request_for(inv, attrs, &uid, object, old);
+    let target = Target {
+        group: &attrs.group,
+        version: &inv.version,
+        resource: &inv.resource,
+    };
+    let request = matching::AdmissionRequest::new(&uid, attrs, target, &inv.kind, object, old);
     let body = serde_json::to_vec(&review::review(version, request))
         .map_err(|e| calling(format!("could not create admission objects: {e}")))?;
     let client = source

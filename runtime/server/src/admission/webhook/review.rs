@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use apiforge_core::meta::{Status, StatusDetails};
 
+use crate::admission::matching::AdmissionRequest;
+
 /// Why a webhook call did not give a verdict
 /// (`webhookutil.ErrCallingWebhook`): the failure policy decides whether
 /// the request fails.
@@ -82,13 +84,27 @@ pub fn review_version(versions: &[String]) -> Result<&'static str, String> {
         })
 }
 
-/// The review to POST.
-pub fn review(version: &str, request: Value) -> Value {
-    json!({
-        "kind": "AdmissionReview",
-        "apiVersion": format!("admission.k8s.io/{version}"),
-        "request": request,
-    })
+/// An `AdmissionReview` to POST, serialized with its request's objects
+/// borrowed (no JSON tree is built for the body).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Review<'a> {
+    kind: &'static str,
+    api_version: &'static str,
+    request: AdmissionRequest<'a>,
+}
+
+/// The review to POST: `request` in `admission.k8s.io/<version>`.
+pub fn review<'a>(version: &str, request: AdmissionRequest<'a>) -> Review<'a> {
+    Review {
+        kind: "AdmissionReview",
+        api_version: if version == "v1beta1" {
+            "admission.k8s.io/v1beta1"
+        } else {
+            "admission.k8s.io/v1"
+        },
+        request,
+    }
 }
 
 /// Checks a webhook's answer (`request.VerifyAdmissionResponse`).
