@@ -161,6 +161,12 @@ pub async fn with_context<F: std::future::Future>(ctx: Option<AuditContext>, fut
     }
 }
 
+/// Whether the current request is audited: annotations for
+/// [`annotate_current`] are worth building.
+pub fn auditing() -> bool {
+    CURRENT.try_with(|_| ()).is_ok()
+}
+
 /// Adds an annotation to the current request's audit event (nothing when
 /// the request is not audited).
 pub fn annotate_current(key: impl Into<String>, value: impl Into<String>) {
