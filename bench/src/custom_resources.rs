@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
+use futures::StreamExt;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -184,23 +185,47 @@ async fn fill(
     count: usize,
     pad: usize,
 ) -> anyhow::Result<()> {
+    fill_each(
+        target,
+        &[(group.to_string(), collection.to_string())],
+        prefix,
+        count,
+        pad,
+    )
+    .await
+}
+
+/// Creates `count` objects named `<prefix>-<i>` in each of `collections`
+/// (group, collection path), 16 at a time over 16 connections shared by
+/// all of them (a connection per collection would cost a TLS handshake
+/// per 100 objects).
+async fn fill_each(
+    target: &Target,
+    collections: &[(String, String)],
+    prefix: &str,
+    count: usize,
+    pad: usize,
+) -> anyhow::Result<()> {
     let next = Arc::new(AtomicUsize::new(0));
+    let collections: Arc<[(String, String)]> = collections.into();
+    let total = count * collections.len();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..16 {
         let (target, next) = (target.clone(), next.clone());
-        let (collection, prefix) = (collection.to_string(), prefix.to_string());
-        let group = group.to_string();
+        let (collections, prefix) = (collections.clone(), prefix.to_string());
         tasks.spawn(async move {
             let mut conn = Conn::connect(&target).await?;
             loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= total {
                     return anyhow::Ok(());
                 }
+                let (group, collection) = &collections[n / count];
+                let i = n % count;
                 conn.send(
                     Method::POST,
-                    &collection,
-                    Some(object(&group, &format!("{prefix}-{i}"), pad)),
+                    collection,
+                    Some(object(group, &format!("{prefix}-{i}"), pad)),
                 )
                 .await?
                 .ok()?;
@@ -371,28 +396,35 @@ async fn startup_with_many(
     let dir = tmp.path().join("data");
     let server = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
     let groups: Vec<String> = (0..DEFINITIONS).map(|i| format!("g{i}.{GROUP}")).collect();
-    for group in &groups {
+    // Installed 10 at a time, as `kubectl apply -f` of a directory would.
+    let mut installs = futures::stream::iter(groups.iter().map(|group| {
         let mut def = crd.clone();
         def["metadata"]["name"] = json!(format!("flunders.{group}"));
         def["spec"]["group"] = json!(group);
-        install(&server.target, &def).await?;
+        let target = server.target.clone();
+        async move { install(&target, &def).await }
+    }))
+    .buffer_unordered(10);
+    while let Some(installed) = installs.next().await {
+        installed?;
     }
+    drop(installs);
+    progress!("    {DEFINITIONS} definitions installed");
     drop(server);
     // The definitions alone.
     let server = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
     let empty_start = server.startup;
     let base_rss = server.settled_rss().await?;
-    for group in &groups {
-        fill(
-            &server.target,
-            group,
-            &cr_collection(group, "default"),
-            "o",
-            PER_DEFINITION,
-            pad,
-        )
-        .await?;
-    }
+    progress!("    restarted with the definitions alone, RSS settled");
+    let collections: Vec<(String, String)> = groups
+        .iter()
+        .map(|g| (g.clone(), cr_collection(g, "default")))
+        .collect();
+    fill_each(&server.target, &collections, "o", PER_DEFINITION, pad).await?;
+    progress!(
+        "    {} custom resources created",
+        DEFINITIONS * PER_DEFINITION
+    );
     let mut conn = Conn::connect(&server.target).await?;
     let one = conn
         .get(&format!("{}/o-0", cr_collection(&groups[0], "default")))
@@ -410,18 +442,20 @@ async fn startup_with_many(
     .await?
     .ok()?;
     let full_rss = server.settled_rss().await?;
+    progress!("    restarted with them, RSS settled");
     // 90,000 more, then the marginal RSS per object between the two.
-    for group in &groups {
-        fill(
-            &server.target,
-            group,
-            &cr_collection(group, "default"),
-            "m",
-            more_per_definition(settings),
-            pad,
-        )
-        .await?;
-    }
+    fill_each(
+        &server.target,
+        &collections,
+        "m",
+        more_per_definition(settings),
+        pad,
+    )
+    .await?;
+    progress!(
+        "    {} more created",
+        DEFINITIONS * more_per_definition(settings)
+    );
     drop(server);
     let server = Apiforge::start(&settings.binary, &dir, &Backend::Embedded).await?;
     let big_start = server.startup;

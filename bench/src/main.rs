@@ -103,6 +103,8 @@ pub(crate) struct Settings {
     pub(crate) watchers: usize,
     /// Watches in the idle-watches scenario.
     pub(crate) idle_watchers: usize,
+    /// How long the idle-watches scenario's watches stay idle.
+    pub(crate) idle_for: Duration,
     /// Writes per second during the watch scenario.
     pub(crate) watch_write_rate: u32,
     /// How long the watch writer runs.
@@ -151,11 +153,12 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     }
     procs::set_server_args(cli.server_args.clone());
+    procs::set_rss_settle(Duration::from_secs(if cli.quick { 1 } else { 2 }));
     let etcd =
         procs::supports_etcd(&cli.apiforge) && std::path::Path::new(procs::Etcd::BINARY).exists();
     let settings = Settings {
-        run: Duration::from_millis(if cli.quick { 1_000 } else { 10_000 }),
-        warmup: Duration::from_millis(if cli.quick { 300 } else { 2_000 }),
+        run: Duration::from_millis(if cli.quick { 700 } else { 10_000 }),
+        warmup: Duration::from_millis(if cli.quick { 200 } else { 2_000 }),
         // The quick run is a smoke test that must stay under 2 minutes: one
         // run per figure (no median).
         repeats: if cli.quick { 1 } else { 3 },
@@ -163,6 +166,7 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         big_objects: if cli.quick { 10_000 } else { 100_000 },
         watchers: 1_000,
         idle_watchers: if cli.quick { 1_000 } else { 10_000 },
+        idle_for: Duration::from_secs(if cli.quick { 2 } else { 5 }),
         watch_write_rate: 200,
         watch_duration: Duration::from_secs(if cli.quick { 4 } else { 30 }),
         binary: cli.apiforge.clone(),

@@ -17,6 +17,15 @@ pub(crate) fn set_server_args(args: Vec<String>) {
     let _ = SERVER_ARGS.set(args);
 }
 
+/// How long [`Apiforge::settled_rss`] waits after the garbage collector
+/// synced (2 s unless set).
+static RSS_SETTLE: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// Sets how long RSS figures wait to settle (once, at start).
+pub(crate) fn set_rss_settle(settle: Duration) {
+    let _ = RSS_SETTLE.set(settle);
+}
+
 /// A free loopback port (bind to 0, read, release).
 pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -183,7 +192,7 @@ impl Apiforge {
     /// The RSS once the server has settled: the garbage collector's graph
     /// (one node per object) is built (it starts once the collector holds
     /// its lease, up to its 15 s duration after a killed predecessor), then
-    /// 2 s more.
+    /// 2 s more (1 s in the quick run).
     pub(crate) async fn settled_rss(&self) -> anyhow::Result<u64> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -199,7 +208,7 @@ impl Apiforge {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::time::sleep(*RSS_SETTLE.get_or_init(|| Duration::from_secs(2))).await;
         self.rss()
     }
 

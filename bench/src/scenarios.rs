@@ -1422,14 +1422,14 @@ pub(crate) async fn idle_watches(settings: &Settings) -> anyhow::Result<Vec<Figu
 }
 
 async fn idle_watches_over(settings: &Settings, http2: bool) -> anyhow::Result<Vec<Figure>> {
-    const IDLE: Duration = Duration::from_secs(5);
+    let idle = settings.idle_for;
     let s = if http2 {
         "idle-watches (HTTP/2)"
     } else {
         "idle-watches"
     };
     let n = settings.idle_watchers;
-    progress!("{s}: {n} watches, idle for {IDLE:?}, then one event");
+    progress!("{s}: {n} watches, idle for {idle:?}, then one event");
     let f = fresh(settings, &Backend::Embedded).await?;
     let target = &f.server.target;
     let path = collection("kube-public");
@@ -1480,8 +1480,8 @@ async fn idle_watches_over(settings: &Settings, http2: bool) -> anyhow::Result<V
         .collect();
     let pid = f.server.pid()?.to_string();
     let cpu_0 = crate::procs::cpu_seconds(&pid)?;
-    tokio::time::sleep(IDLE).await;
-    let idle_cpu = (crate::procs::cpu_seconds(&pid)? - cpu_0) / IDLE.as_secs_f64();
+    tokio::time::sleep(idle).await;
+    let idle_cpu = (crate::procs::cpu_seconds(&pid)? - cpu_0) / idle.as_secs_f64();
     let rss_open = f.server.rss()?;
     progress!(
         "  {n} watches opened in {open_secs:.1} s; server RSS {:.0} → {:.0} MiB; CPU cores busy while idle {idle_cpu:.3}",

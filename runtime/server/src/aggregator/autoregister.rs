@@ -113,6 +113,47 @@ pub async fn run(
     }
 }
 
+/// Creates the APIService `want` (named `name`) when it is missing, or
+/// updates the spec of the one this server manages (`have`).
+async fn sync_one(
+    store: &Store,
+    have: Option<&APIService>,
+    name: &str,
+    want: &APIService,
+) -> Result<(), String> {
+    match have {
+        None => {
+            let mut obj = serde_json::to_value(want).map_err(|e| e.to_string())?;
+            if let Some(map) = obj.as_object_mut() {
+                map.insert("apiVersion".into(), json!(format!("{GROUP}/v1")));
+                map.insert("kind".into(), json!("APIService"));
+                map.remove("status");
+            }
+            store
+                .ensure("", "v1", obj)
+                .await
+                .map_err(|e| format!("creating apiservice {name}: {e}"))?;
+        }
+        Some(have) if managed(have).is_some() && have.spec != want.spec => {
+            let spec = serde_json::to_value(&want.spec).map_err(|e| e.to_string())?;
+            store
+                .update_internal("", name, |obj: &mut Value| {
+                    if obj.get("spec") == Some(&spec) {
+                        return false;
+                    }
+                    if let Some(map) = obj.as_object_mut() {
+                        map.insert("spec".into(), spec.clone());
+                    }
+                    true
+                })
+                .await
+                .map_err(|e| format!("updating apiservice {name}: {e}"))?;
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
 /// One pass (see the module documentation).
 async fn sync(store: &Store, versions: &[LocalVersion], start: bool) -> Result<(), String> {
     let existing: BTreeMap<String, APIService> = list_all(store)
@@ -127,39 +168,15 @@ async fn sync(store: &Store, versions: &[LocalVersion], start: bool) -> Result<(
             (api.metadata.name.clone(), api)
         })
         .collect();
-    for (name, want) in &wanted {
-        match existing.get(name) {
-            None => {
-                let obj = serde_json::to_value(want).map_err(|e| e.to_string())?;
-                let mut obj = obj;
-                if let Some(map) = obj.as_object_mut() {
-                    map.insert("apiVersion".into(), json!(format!("{GROUP}/v1")));
-                    map.insert("kind".into(), json!("APIService"));
-                    map.remove("status");
-                }
-                store
-                    .ensure("", "v1", obj)
-                    .await
-                    .map_err(|e| format!("creating apiservice {name}: {e}"))?;
-            }
-            Some(have) if managed(have).is_some() && have.spec != want.spec => {
-                let spec = serde_json::to_value(&want.spec).map_err(|e| e.to_string())?;
-                store
-                    .update_internal("", name, |obj: &mut Value| {
-                        if obj.get("spec") == Some(&spec) {
-                            return false;
-                        }
-                        if let Some(map) = obj.as_object_mut() {
-                            map.insert("spec".into(), spec.clone());
-                        }
-                        true
-                    })
-                    .await
-                    .map_err(|e| format!("updating apiservice {name}: {e}"))?;
-            }
-            Some(_) => {}
-        }
-    }
+    // Each APIService on its own, all at once, so that their writes share
+    // the store's commits (start-up waits for this).
+    let results = futures::future::join_all(
+        wanted
+            .iter()
+            .map(|(name, want)| sync_one(store, existing.get(name), name, want)),
+    )
+    .await;
+    results.into_iter().collect::<Result<(), String>>()?;
     for (name, have) in &existing {
         if wanted.contains_key(name) {
             continue;

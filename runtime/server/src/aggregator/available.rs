@@ -107,13 +107,17 @@ pub async fn run(
 /// start-up pass: the server is ready once they are settled; remote ones
 /// are checked by [`run`]).
 pub async fn settle_local(aggregator: &Aggregator, store: &Store) -> Result<(), String> {
-    for api in list_all(store).await? {
-        if api.spec.service.is_none() {
-            let verdict = check(aggregator, &api).await;
-            record(&api, &verdict);
-            write(store, &api, verdict).await;
-        }
-    }
+    // All at once, so that their writes share the store's commits.
+    let local = list_all(store)
+        .await?
+        .into_iter()
+        .filter(|api| api.spec.service.is_none());
+    futures::future::join_all(local.map(|api| async move {
+        let verdict = check(aggregator, &api).await;
+        record(&api, &verdict);
+        write(store, &api, verdict).await;
+    }))
+    .await;
     Ok(())
 }
 

@@ -736,7 +736,8 @@ async fn ensure_bootstrap_object(stores: &[(Store, &'static str)], obj: Value) -
     let namespace = meta_str(&obj, "namespace");
     if !namespace.is_empty() {
         // `kube-system` is created by another post-start hook running at
-        // the same time: wait for it a little.
+        // the same time: wait for it a little (up to 5 s, looking every
+        // 10 ms: readiness waits for this hook).
         let mut attempt = 0;
         loop {
             match store.ensure(&namespace, "v1", obj.clone()).await {
@@ -746,10 +747,10 @@ async fn ensure_bootstrap_object(stores: &[(Store, &'static str)], obj: Value) -
                     }
                     return Ok(());
                 }
-                Err(e) if attempt < 50 => {
+                Err(e) if attempt < 500 => {
                     tracing::debug!(error = %e, %kind, %name, "creating bootstrap RBAC object; retrying");
                     attempt += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, %kind, %namespace, %name, "creating bootstrap RBAC object failed");

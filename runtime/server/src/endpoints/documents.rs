@@ -208,6 +208,25 @@ impl LazyOpenApi {
         }
     }
 
+    /// [`prepare`](Self::prepare) after `delay`, unless these documents
+    /// were dropped by then (replaced by newer ones): a burst of changes
+    /// (a hundred definitions applied at once) builds the documents once
+    /// rather than once per change.
+    pub fn prepare_after(&self, delay: std::time::Duration) {
+        if self.0.built.get().is_some() {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let state = Arc::downgrade(&self.0);
+            runtime.spawn(async move {
+                tokio::time::sleep(delay).await;
+                if let Some(state) = state.upgrade() {
+                    LazyOpenApi(state).prepare();
+                }
+            });
+        }
+    }
+
     /// Whether the documents are built.
     pub fn is_built(&self) -> bool {
         self.0.built.get().is_some()

@@ -31,6 +31,11 @@ use apiforge_core::scheme::Scheme;
 pub use documents::{Documents, LazyOpenApi, OpenApiDocuments};
 use routes::{Resources, Route};
 
+/// How long the served documents must stay unchanged before their OpenAPI
+/// documents are built ahead of a request
+/// ([`LazyOpenApi::prepare_after`]).
+const OPENAPI_SETTLE: Duration = Duration::from_millis(250);
+
 /// Build and version facts served at `/version`.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -233,7 +238,7 @@ impl ApiServer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         let merged = Arc::new(local.with_remote(&remote));
-        merged.openapi.prepare();
+        merged.openapi.prepare_after(OPENAPI_SETTLE);
         *self
             .docs
             .write()

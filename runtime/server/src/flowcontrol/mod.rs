@@ -516,47 +516,59 @@ fn defaulted_spec(kind: &str, obj: &Value) -> Value {
 }
 
 /// Creates the missing default objects and resets the spec of those whose
-/// `apf.kubernetes.io/autoupdate-spec` annotation is `"true"`.
+/// `apf.kubernetes.io/autoupdate-spec` annotation is `"true"`: all at once,
+/// so that their writes share the store's commits (readiness waits for
+/// this).
 async fn reconcile(stores: &[(Store, &'static str)]) -> ApiResult<()> {
-    for obj in bootstrap::all() {
-        let kind = obj
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let Some((store, _)) = stores.iter().find(|(_, k)| *k == kind.as_str()) else {
-            continue;
-        };
-        let name = meta_str(&obj, "name");
-        let desired = defaulted_spec(&kind, &obj);
-        match store.get("", &name, None).await {
-            Ok(existing) => {
-                let autoupdate = existing
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(bootstrap::AUTOUPDATE_ANNOTATION))
-                    .and_then(Value::as_str)
-                    == Some("true");
-                if !autoupdate || defaulted_spec(&kind, &existing) == desired {
-                    continue;
-                }
-                store
-                    .update_internal("", &name, |o| {
-                        if o.get("spec") == Some(&desired) {
-                            return false;
-                        }
-                        o["spec"] = desired.clone();
-                        true
-                    })
-                    .await?;
-                tracing::info!(%kind, %name, "APF: default configuration object updated");
-                continue;
+    futures::future::join_all(
+        bootstrap::all()
+            .into_iter()
+            .map(|obj| reconcile_one(stores, obj)),
+    )
+    .await
+    .into_iter()
+    .collect()
+}
+
+/// [`reconcile`] of one default object.
+async fn reconcile_one(stores: &[(Store, &'static str)], obj: Value) -> ApiResult<()> {
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let Some((store, _)) = stores.iter().find(|(_, k)| *k == kind.as_str()) else {
+        return Ok(());
+    };
+    let name = meta_str(&obj, "name");
+    let desired = defaulted_spec(&kind, &obj);
+    match store.get("", &name, None).await {
+        Ok(existing) => {
+            let autoupdate = existing
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(bootstrap::AUTOUPDATE_ANNOTATION))
+                .and_then(Value::as_str)
+                == Some("true");
+            if !autoupdate || defaulted_spec(&kind, &existing) == desired {
+                return Ok(());
             }
-            Err(e) if e.code() == 404 => {}
-            Err(e) => return Err(e),
+            store
+                .update_internal("", &name, |o| {
+                    if o.get("spec") == Some(&desired) {
+                        return false;
+                    }
+                    o["spec"] = desired.clone();
+                    true
+                })
+                .await?;
+            tracing::info!(%kind, %name, "APF: default configuration object updated");
+            return Ok(());
         }
-        if store.ensure("", "v1", obj).await? {
-            tracing::info!(%kind, %name, "APF: created default configuration object");
-        }
+        Err(e) if e.code() == 404 => {}
+        Err(e) => return Err(e),
+    }
+    if store.ensure("", "v1", obj).await? {
+        tracing::info!(%kind, %name, "APF: created default configuration object");
     }
     Ok(())
 }
