@@ -479,6 +479,9 @@ impl Client {
         let req = req
             .body(http_body_util::Full::new(body))
             .map_err(|e| e.to_string())?;
+        // Whether the connection ended during the exchange: it is not
+        // polled again, nor pooled.
+        let mut ended = false;
         let answer = {
             let Connection { sender, driver } = &mut conn;
             let exchange = async move {
@@ -495,14 +498,19 @@ impl Client {
             tokio::select! {
                 biased;
                 answer = &mut exchange => answer,
-                ended = driver.as_mut() => match ended {
-                    Ok(()) => exchange.await,
-                    Err(e) => Err(e),
-                },
+                result = driver.as_mut() => {
+                    ended = true;
+                    match result {
+                        Ok(()) => exchange.await,
+                        Err(e) => Err(e),
+                    }
+                }
             }
         };
         let answer = answer.map_err(|e| e.to_string())?;
-        self.put_idle(conn);
+        if !ended {
+            self.put_idle(conn);
+        }
         Ok(answer)
     }
 
@@ -789,6 +797,62 @@ impl<V: Clone> TtlCache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that answers each request with `Connection: close` and
+    /// closes: every answer is read whole, and no closed connection is
+    /// reused (each call dials anew).
+    #[tokio::test]
+    async fn answers_on_connections_the_server_closes_are_read_whole() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                // The whole request (head and Content-Length body) first,
+                // so closing sends no reset.
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                loop {
+                    let n = sock.read(&mut chunk).await.unwrap();
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length: usize = text[..end]
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                    assert!(n > 0, "request cut short");
+                }
+                sock.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{\"ok\":true}",
+                )
+                .await
+                .unwrap();
+            }
+        });
+        let client =
+            Client::for_url(&format!("http://{addr}/hook"), None, Duration::from_secs(5)).unwrap();
+        for _ in 0..3 {
+            let (code, body) = client.post(Bytes::from_static(b"{}")).await.unwrap();
+            assert_eq!(code, http::StatusCode::OK);
+            assert_eq!(&body[..], b"{\"ok\":true}");
+        }
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
 
     #[tokio::test]
     async fn cache_expires_and_skips_zero_ttl() {
