@@ -161,10 +161,10 @@ pub async fn with_context<F: std::future::Future>(ctx: Option<AuditContext>, fut
     }
 }
 
-/// Whether the current request is audited: annotations for
-/// [`annotate_current`] are worth building.
-pub fn auditing() -> bool {
-    CURRENT.try_with(|_| ()).is_ok()
+/// [`annotate_current`] with a value built only when the request is
+/// audited (an annotation that costs JSON to make).
+pub fn annotate_current_with(key: impl Into<String>, value: impl FnOnce() -> String) {
+    let _ = CURRENT.try_with(|ctx| ctx.annotate(key, value()));
 }
 
 /// Adds an annotation to the current request's audit event (nothing when

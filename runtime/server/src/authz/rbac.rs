@@ -724,12 +724,7 @@ const BOOTSTRAP_CONCURRENCY: usize = 8;
 
 /// Creates one of the [`bootstrap_objects`] if it is missing.
 async fn ensure_bootstrap_object(stores: &[(Store, &'static str)], obj: Value) -> ApiResult<()> {
-    let kind = obj
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let Some((store, _)) = stores.iter().find(|(_, k)| *k == kind.as_str()) else {
+    let Some((store, kind)) = crate::registry::store_for_object(stores, &obj) else {
         return Ok(());
     };
     let name = meta_str(&obj, "name");

@@ -532,16 +532,11 @@ async fn reconcile(stores: &[(Store, &'static str)]) -> ApiResult<()> {
 
 /// [`reconcile`] of one default object.
 async fn reconcile_one(stores: &[(Store, &'static str)], obj: Value) -> ApiResult<()> {
-    let kind = obj
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let Some((store, _)) = stores.iter().find(|(_, k)| *k == kind.as_str()) else {
+    let Some((store, kind)) = crate::registry::store_for_object(stores, &obj) else {
         return Ok(());
     };
     let name = meta_str(&obj, "name");
-    let desired = defaulted_spec(&kind, &obj);
+    let desired = defaulted_spec(kind, &obj);
     match store.get("", &name, None).await {
         Ok(existing) => {
             let autoupdate = existing
@@ -549,7 +544,7 @@ async fn reconcile_one(stores: &[(Store, &'static str)], obj: Value) -> ApiResul
                 .and_then(|a| a.get(bootstrap::AUTOUPDATE_ANNOTATION))
                 .and_then(Value::as_str)
                 == Some("true");
-            if !autoupdate || defaulted_spec(&kind, &existing) == desired {
+            if !autoupdate || defaulted_spec(kind, &existing) == desired {
                 return Ok(());
             }
             store
@@ -623,12 +618,7 @@ async fn refresh(fc: &FlowControl, stores: &[(Store, &'static str)]) {
 /// Recreates deleted mandatory objects.
 async fn reconcile_mandatory(stores: &[(Store, &'static str)]) -> ApiResult<()> {
     for obj in bootstrap::mandatory() {
-        let kind = obj
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let Some((store, _)) = stores.iter().find(|(_, k)| *k == kind.as_str()) else {
+        let Some((store, kind)) = crate::registry::store_for_object(stores, &obj) else {
             continue;
         };
         let name = meta_str(&obj, "name");

@@ -27,7 +27,7 @@ pub use lifecycle::{
 };
 pub use lookup::{StoreLookup, StoreMap, attach_admission};
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
-pub use stores::Stores;
+pub use stores::{Stores, store_for_object};
 
 use std::sync::Arc;
 

@@ -289,6 +289,19 @@ impl Stores {
     }
 }
 
+/// The store of `obj`'s `kind` among `stores` (as [`Stores::stores_of`]
+/// returns them) and that kind; `None` when none of them serves it.
+pub fn store_for_object<'a>(
+    stores: &'a [(Store, &'static str)],
+    obj: &serde_json::Value,
+) -> Option<(&'a Store, &'static str)> {
+    let kind = obj.get("kind").and_then(serde_json::Value::as_str)?;
+    stores
+        .iter()
+        .find(|(_, k)| *k == kind)
+        .map(|(store, k)| (store, *k))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

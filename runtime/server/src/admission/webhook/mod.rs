@@ -712,8 +712,6 @@ impl MutatingWebhooks {
         round: usize,
         only: Option<&BTreeSet<String>>,
     ) -> Result<(), Error> {
-        // The audit annotations are built only for an audited request.
-        let auditing = crate::audit::auditing();
         for (i, hook) in hooks.iter().enumerate() {
             let key = reinvocation_key(hook);
             if only.is_some_and(|only| !only.contains(&key)) {
@@ -743,17 +741,17 @@ impl MutatingWebhooks {
                         let applied = apply_patch(&inv, attrs, object, &patch);
                         if let Ok((hub, patch)) = applied {
                             changed = attrs.object.as_ref() != Some(&hub);
-                            if auditing {
-                                crate::audit::annotate_current(
-                                    annotation("patch.webhook.admission.k8s.io/"),
+                            crate::audit::annotate_current_with(
+                                annotation("patch.webhook.admission.k8s.io/"),
+                                || {
                                     audit_json(json!({
                                         "configuration": hook.configuration,
                                         "webhook": hook.name,
                                         "patch": patch,
                                         "patchType": "JSONPatch",
-                                    })),
-                                );
-                            }
+                                    }))
+                                },
+                            );
                             attrs.object = Some(hub);
                             Ok(())
                         } else {
@@ -777,16 +775,16 @@ impl MutatingWebhooks {
                 Err(CallError::Calling(e)) => Err(Error::status(e.to_status())),
                 Err(CallError::Rejected(s) | CallError::Internal(s)) => Err(Error::status(s)),
             };
-            if auditing {
-                crate::audit::annotate_current(
-                    annotation("mutation.webhook.admission.k8s.io/"),
+            crate::audit::annotate_current_with(
+                annotation("mutation.webhook.admission.k8s.io/"),
+                || {
                     audit_json(json!({
                         "configuration": hook.configuration,
                         "webhook": hook.name,
                         "mutated": changed,
-                    })),
-                );
-            }
+                    }))
+                },
+            );
             if changed {
                 attrs
                     .reinvocation
