@@ -46,7 +46,10 @@ out=$(kubectl --kubeconfig "$kc" get widgets)
 echo "$out"
 echo "$out" | grep -Eq '^NAME +REPLICAS +READY +AGE' || { echo "scaffold-check: unexpected columns" >&2; exit 1; }
 echo "$out" | grep -Eq '^example +3 ' || { echo "scaffold-check: the example widget is missing" >&2; exit 1; }
-kubectl --kubeconfig "$kc" explain widgets.spec.replicas | grep -q "How many replicas to run" \
+# Captured first: `kubectl … | grep -q` under pipefail fails at random when
+# grep exits on the match and kubectl then dies writing to the closed pipe.
+explained=$(kubectl --kubeconfig "$kc" explain widgets.spec.replicas)
+echo "$explained" | grep -q "How many replicas to run" \
   || { echo "scaffold-check: kubectl explain lacks the field's doc" >&2; exit 1; }
 # The declared validation is enforced: replicas must be at most 100.
 if err=$(kubectl --kubeconfig "$kc" patch widget example --type merge -p '{"spec":{"replicas":500}}' 2>&1); then
