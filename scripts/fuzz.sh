@@ -16,7 +16,21 @@ export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR=$PWD/target/fuzz
 cd fuzz
 start=$(date +%s)
-cargo fuzz build -O
+# The build's output goes to a log: on failure, its errors are printed
+# without the linker's command line (thousands of characters that would
+# bury the linker's own message), with the disk and memory left, and the
+# build is tried once more one job at a time (two sanitized links at once
+# are the peak of the whole suite's memory).
+build_log=$CARGO_TARGET_DIR/build.log
+mkdir -p "$CARGO_TARGET_DIR"
+if ! cargo fuzz build -O >"$build_log" 2>&1; then
+  echo "fuzz: the build failed; its messages (linker command lines left out):" >&2
+  grep -v -e '^ *= note: *"' -e '^ *Compiling ' -e '^ *Downloaded ' "$build_log" | tail -80 >&2 || true
+  df -h "$CARGO_TARGET_DIR" >&2
+  free -m >&2
+  echo "fuzz: building again, one job at a time" >&2
+  CARGO_BUILD_JOBS=1 cargo fuzz build -O
+fi
 built=$(date +%s)
 echo "fuzz: targets built in $((built - start)) s"
 status=0
