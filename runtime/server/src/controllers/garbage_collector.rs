@@ -41,6 +41,8 @@ use self::graph::{
     Change, Graph, NodeView, ObjectRef, Observed, OwnerRef, OwnerState, Partial, Verdict, Work,
 };
 use crate::error::{ApiError, ApiResult};
+use apiforge_storage as storage;
+
 use crate::registry::{
     FINALIZER_FOREGROUND, FINALIZER_ORPHAN, ListParams, Preconditions, Propagation, Store, Stores,
     WatchEvent,
@@ -57,6 +59,65 @@ const RETRY_BASE: Duration = Duration::from_millis(5);
 const RETRY_MAX: Duration = Duration::from_secs(10);
 /// Pause before an informer watches again after its watch ended.
 const REWATCH: Duration = Duration::from_secs(1);
+
+/// Where an informer's next watch starts, as a client-go reflector keeps
+/// its last resourceVersion: a watch that ended (its queue fell behind
+/// the writes, or the connection to storage went) resumes after the last
+/// event handled, and only a first watch, one that ended before its
+/// initial events did, or one refused with 410 Gone (the events it missed
+/// left the watch cache's window) lists the whole kind again. Listing
+/// again costs as much as the kind holds: with a million objects, every
+/// re-list took long enough for the live events to overflow the queue
+/// once more, and the informer never caught up.
+#[derive(Debug, Default)]
+struct Cursor {
+    /// The revision after which the next watch resumes (`None`: list).
+    resume: Option<storage::Revision>,
+    /// The current watch is still sending its initial events (they come
+    /// in key order, so their revisions are not a place to resume from).
+    listing: bool,
+}
+
+impl Cursor {
+    /// The parameters of the next watch.
+    fn params(&mut self) -> ListParams {
+        self.listing = self.resume.is_none();
+        match self.resume {
+            Some(rv) => ListParams {
+                resource_version: Some(rv),
+                ..Default::default()
+            },
+            None => ListParams {
+                send_initial_events: Some(true),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Whether the watch [`Cursor::params`] last described lists the kind
+    /// first.
+    fn lists(&self) -> bool {
+        self.listing
+    }
+
+    /// Records an event of the current watch.
+    fn saw(&mut self, event: &WatchEvent) {
+        match event {
+            WatchEvent::Object(_, object) if !self.listing => {
+                self.resume = Some(object.revision);
+            }
+            WatchEvent::Object(..) => {}
+            WatchEvent::InitialEventsEnd(rv) => {
+                self.listing = false;
+                self.resume = Some(*rv);
+            }
+            WatchEvent::Bookmark(rv) if !self.listing => self.resume = Some(*rv),
+            WatchEvent::Bookmark(_) => {}
+            WatchEvent::Error(status) if status.code == 410 => self.resume = None,
+            WatchEvent::Error(_) => {}
+        }
+    }
+}
 
 /// Runs the collector over the kinds served until `stop` turns true; when
 /// the served kinds change (custom resources come or go), it starts over
@@ -444,12 +505,9 @@ impl GarbageCollector {
             return;
         };
         let api_version = entry.api_version();
-        let params = ListParams {
-            send_initial_events: Some(true),
-            ..Default::default()
-        };
+        let mut cursor = Cursor::default();
         loop {
-            let mut events = match entry.store.watch(None, &params, true).await {
+            let mut events = match entry.store.watch(None, &cursor.params(), true).await {
                 Ok(events) => events,
                 Err(e) => {
                     tracing::warn!(kind = entry.kind, error = %e, "garbage collector: watch failed");
@@ -457,8 +515,9 @@ impl GarbageCollector {
                     continue;
                 }
             };
-            let mut initial = Some(HashSet::new());
+            let mut initial = cursor.lists().then(HashSet::new);
             while let Some(event) = events.next().await {
+                cursor.saw(&event);
                 match event {
                     WatchEvent::Object(kind, cached) => {
                         let Ok(partial) = cached.parse::<Partial>() else {
@@ -839,4 +898,69 @@ fn report_invalid_namespace(dependent: &ObjectRef, owner: &OwnerRef) {
         owner.uid,
         dependent.namespace
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use apiforge_core::meta::Status;
+    use serde_json::json;
+
+    use super::Cursor;
+    use crate::registry::WatchEvent;
+    use crate::registry::cache::CachedObject;
+
+    fn object(revision: i64) -> WatchEvent {
+        WatchEvent::Object(
+            "ADDED",
+            Arc::new(CachedObject::new(
+                format!("/registry/x/{revision}"),
+                revision,
+                json!({}),
+            )),
+        )
+    }
+
+    #[test]
+    fn a_watch_resumes_after_the_last_event_and_lists_again_only_when_gone() {
+        let mut c = Cursor::default();
+        // The first watch lists; its initial events (key order) are no
+        // place to resume from.
+        let p = c.params();
+        assert!(c.lists());
+        assert_eq!(
+            (p.send_initial_events, p.resource_version),
+            (Some(true), None)
+        );
+        c.saw(&object(7));
+        c.saw(&object(3));
+        c.saw(&WatchEvent::InitialEventsEnd(9));
+        c.saw(&object(10));
+        c.saw(&object(12));
+        // It ended (fell behind): the next resumes after revision 12.
+        let p = c.params();
+        assert!(!c.lists());
+        assert_eq!(
+            (p.send_initial_events, p.resource_version),
+            (None, Some(12))
+        );
+        c.saw(&WatchEvent::Bookmark(20));
+        assert_eq!(c.params().resource_version, Some(20));
+        // An error other than 410 keeps the place.
+        c.saw(&WatchEvent::Error(Box::new(Status::internal("boom"))));
+        assert_eq!(c.params().resource_version, Some(20));
+        // 410 Gone: list again.
+        c.saw(&WatchEvent::Error(Box::new(Status::expired("too old"))));
+        let p = c.params();
+        assert!(c.lists());
+        assert_eq!(
+            (p.send_initial_events, p.resource_version),
+            (Some(true), None)
+        );
+        // A listing watch that ends before its initial events did lists
+        // again.
+        c.saw(&object(30));
+        assert!(c.params().resource_version.is_none());
+    }
 }
