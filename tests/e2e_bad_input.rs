@@ -248,6 +248,20 @@ async fn fixture() -> (common::Server, kube::Client) {
     )
     .await;
     assert_eq!(r.code, 201, "{}", r.body);
+    // The cases compare the collections' list resourceVersions (the
+    // store's revision) before and after each request. Controllers still
+    // write just after start (the local APIServices' `Available`
+    // conditions), later on a loaded machine: wait until the revision
+    // stays put for 300 ms.
+    let mut last = world(&client).await;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let now = world(&client).await;
+        if now == last {
+            break;
+        }
+        last = now;
+    }
     (server, client)
 }
 
