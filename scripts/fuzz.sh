@@ -19,8 +19,9 @@ start=$(date +%s)
 # The build's output goes to a log: on failure, its errors are printed
 # without the linker's command line (thousands of characters that would
 # bury the linker's own message), with the disk and memory left, and the
-# build is tried once more one job at a time (two sanitized links at once
-# are the peak of the whole suite's memory).
+# build is tried once more one job at a time (one sanitized link at a
+# time needs less memory and scratch space; the crates already built are
+# kept, so only what failed is redone).
 build_log=$CARGO_TARGET_DIR/build.log
 mkdir -p "$CARGO_TARGET_DIR"
 if ! cargo fuzz build -O >"$build_log" 2>&1; then
