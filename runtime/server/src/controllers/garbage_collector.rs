@@ -71,17 +71,16 @@ const REWATCH: Duration = Duration::from_secs(1);
 /// once more, and the informer never caught up.
 #[derive(Debug, Default)]
 struct Cursor {
-    /// The revision after which the next watch resumes (`None`: list).
+    /// The revision after which the next watch resumes; `None` while the
+    /// kind is (to be) listed: a listing watch's initial events come in
+    /// key order, so their revisions are no place to resume from, and its
+    /// place is set by the bookmark that ends them.
     resume: Option<storage::Revision>,
-    /// The current watch is still sending its initial events (they come
-    /// in key order, so their revisions are not a place to resume from).
-    listing: bool,
 }
 
 impl Cursor {
     /// The parameters of the next watch.
-    fn params(&mut self) -> ListParams {
-        self.listing = self.resume.is_none();
+    fn params(&self) -> ListParams {
         match self.resume {
             Some(rv) => ListParams {
                 resource_version: Some(rv),
@@ -94,27 +93,22 @@ impl Cursor {
         }
     }
 
-    /// Whether the watch [`Cursor::params`] last described lists the kind
-    /// first.
+    /// Whether the current watch lists the kind first (until its initial
+    /// events end).
     fn lists(&self) -> bool {
-        self.listing
+        self.resume.is_none()
     }
 
     /// Records an event of the current watch.
     fn saw(&mut self, event: &WatchEvent) {
         match event {
-            WatchEvent::Object(_, object) if !self.listing => {
+            WatchEvent::Object(_, object) if !self.lists() => {
                 self.resume = Some(object.revision);
             }
-            WatchEvent::Object(..) => {}
-            WatchEvent::InitialEventsEnd(rv) => {
-                self.listing = false;
-                self.resume = Some(*rv);
-            }
-            WatchEvent::Bookmark(rv) if !self.listing => self.resume = Some(*rv),
-            WatchEvent::Bookmark(_) => {}
+            WatchEvent::Bookmark(rv) if !self.lists() => self.resume = Some(*rv),
+            WatchEvent::InitialEventsEnd(rv) => self.resume = Some(*rv),
             WatchEvent::Error(status) if status.code == 410 => self.resume = None,
-            WatchEvent::Error(_) => {}
+            _ => {}
         }
     }
 }
