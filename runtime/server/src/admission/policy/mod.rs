@@ -30,7 +30,7 @@
 //!   `failurePolicy: Ignore` drops evaluation and configuration errors.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
@@ -543,63 +543,16 @@ impl Activation {
     }
 }
 
-/// JSON converted straight into the interpreter's representation of a
-/// bound variable: the same value as binding
-/// [`apiforge_core::cel::to_cel`]'s result, without building that first
-/// (and moving its strings rather than copying them).
-fn json_into_val(value: Value) -> Box<dyn cel::common::value::Val> {
-    use cel::common::types::{
-        CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
-    };
-    match value {
-        Value::Null => Box::new(CelNull),
-        Value::Bool(b) => Box::new(CelBool::from(b)),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Box::new(CelInt::from(i))
-            } else if let Some(u) = n.as_u64() {
-                Box::new(CelUInt::from(u))
-            } else {
-                Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN)))
-            }
-        }
-        Value::String(s) => Box::new(CelString::from(s)),
-        Value::Array(items) => Box::new(CelList::from(
-            items.into_iter().map(json_into_val).collect::<Vec<_>>(),
-        )),
-        Value::Object(map) => Box::new(CelMap::from(
-            map.into_iter()
-                .map(|(k, v)| (CelMapKey::from(k), json_into_val(v)))
-                .collect::<HashMap<_, _>>(),
-        )),
-    }
-}
-
-/// [`root_context_owned`] of borrowed objects.
-#[cfg(test)]
-fn root_context(
-    object: Option<&Value>,
-    old_object: Option<&Value>,
-    request: Option<&Value>,
-    namespace_object: cel::Value,
-) -> cel::Context<'static, 'static> {
-    root_context_owned(
-        object.cloned(),
-        old_object.cloned(),
-        request.cloned(),
-        namespace_object,
-    )
-}
-
 /// The shared context of one request and version (see
-/// [`Activation::into_root`]), its objects converted from JSON directly.
-fn root_context_owned(
-    object: Option<Value>,
-    old_object: Option<Value>,
-    request: Option<Value>,
+/// [`Activation::into_root`]): its objects are read in place by the
+/// expressions ([`apiforge_core::cel_json`]), not converted first.
+fn root_context<'v>(
+    object: Option<&'v Value>,
+    old_object: Option<&'v Value>,
+    request: Option<&'v Value>,
     namespace_object: cel::Value,
-) -> cel::Context<'static, 'static> {
-    let val = |v: Option<Value>| json_into_val(v.unwrap_or(Value::Null));
+) -> cel::Context<'v, 'v> {
+    let val = |v: Option<&'v Value>| apiforge_core::cel_json::val(v.unwrap_or(&Value::Null));
     let mut c = cel::Context::with_env(apiforge_core::cel_authorizer::admission_env());
     c.add_variable_as_val("object", val(object));
     c.add_variable_as_val("oldObject", val(old_object));
@@ -679,11 +632,7 @@ fn bind_variables(variables: &[(String, Expression)], ctx: &mut cel::Context<'_,
 }
 
 /// Evaluates `policy` for one param (`validator.Validate`).
-fn evaluate(
-    policy: &Policy,
-    root: &cel::Context<'static, 'static>,
-    params: &cel::Value,
-) -> Outcome {
+fn evaluate(policy: &Policy, root: &cel::Context<'_, '_>, params: &cel::Value) -> Outcome {
     let on_error = |message: String| policy.on_error(message);
     let mut ctx = root.new_inner_scope();
     ctx.add_variable_from_value("params", params.clone());
@@ -704,7 +653,7 @@ fn evaluate(
 /// Binds what a [`Policy::plain`] policy without params sees besides the
 /// request's variables: `params` null and no `variables` (as
 /// [`evaluate`] binds them in its inner scope).
-fn make_plain(root: &mut cel::Context<'static, 'static>) {
+fn make_plain(root: &mut cel::Context<'_, '_>) {
     root.add_variable_from_value("params", cel::Value::Null);
     root.add_variable_from_value(
         "variables",
@@ -715,7 +664,7 @@ fn make_plain(root: &mut cel::Context<'static, 'static>) {
 /// [`evaluate`] for a [`Policy::plain`] policy without params, straight
 /// in a root context made plain by [`make_plain`] (names resolve in one
 /// scope, and nothing is bound per policy).
-fn evaluate_plain(policy: &Policy, plain_root: &cel::Context<'static, 'static>) -> Outcome {
+fn evaluate_plain(policy: &Policy, plain_root: &cel::Context<'_, '_>) -> Outcome {
     judge(policy, plain_root, &Variables::default())
 }
 
@@ -913,16 +862,76 @@ impl Collector {
     }
 }
 
+/// What the expressions of one request read in one version: the object
+/// and old object encoded in it, and the `request` variable's JSON (when
+/// an expression reads it).
+struct Prepared {
+    object: Option<Value>,
+    old_object: Option<Value>,
+    request: Option<Value>,
+}
+
+impl Prepared {
+    /// The objects of `attrs` in `version` (which `hit` matched), or why
+    /// they could not be converted.
+    fn new(attrs: &Attributes, version: &str, hit: Hit, uses: Uses) -> Result<Self, String> {
+        let (object, old) = matching::versioned(attrs, version)?;
+        let request = uses.request.then(|| {
+            let matched = hit.matched(attrs);
+            let target = Target {
+                group: &attrs.group,
+                version: &matched.version,
+                resource: &matched.resource,
+            };
+            let uid = uuid::Uuid::new_v4().to_string();
+            matching::admission_request(&uid, attrs, target, &matched.kind, None, None)
+        });
+        Ok(Prepared {
+            object,
+            old_object: old.filter(|_| uses.old_object),
+            request,
+        })
+    }
+}
+
+/// One step of a request's dispatch, found while matching (which may
+/// await lookups) and carried out, in order, once every lookup is done
+/// (evaluations borrow the request's objects, and are not held across an
+/// await).
+enum Step<'h> {
+    /// A configuration error that denies the request.
+    Deny(Denial),
+    /// Evaluate `policy` for `binding` with each of `params`, over the
+    /// objects in `version`.
+    Evaluate {
+        policy: &'h Policy,
+        binding: &'h Binding,
+        version: &'h str,
+        params: Vec<Value>,
+        /// Whether the policy runs straight in the plain root (see
+        /// [`evaluate_plain`]).
+        plain: bool,
+    },
+    /// The end of `policy`'s bindings: publish its audit annotations.
+    Publish(&'h Policy),
+}
+
 impl ValidatingAdmissionPolicies {
     async fn dispatch(&self, attrs: &Attributes, ctx: &Context) -> Result<(), Error> {
         let snapshot = self.source.hooks(ctx).await?;
-        let mut denials: Vec<Denial> = Vec::new();
         let mut namespace: Option<cel::Value> = None;
-        // The activation of each version the request is evaluated in, built
-        // once for every policy matching in that version (converting the
-        // object and building the request variable cost more than most
-        // expressions).
-        let mut activations: Vec<(&str, Arc<cel::Context<'static, 'static>>)> = Vec::new();
+        // The objects (and request variable) of each version the request is
+        // evaluated in, one slot per served version, made once for every
+        // policy matching in that version.
+        let served = attrs.codec.as_ref().map_or(&[][..], |c| c.0.versions());
+        let slots: Vec<OnceLock<Result<Prepared, String>>> =
+            (0..=served.len()).map(|_| OnceLock::new()).collect();
+        let slot = |version: &str| {
+            served
+                .iter()
+                .position(|v| v.info.version == version)
+                .unwrap_or(served.len())
+        };
         let uses = snapshot
             .hooks
             .iter()
@@ -935,24 +944,24 @@ impl ValidatingAdmissionPolicies {
             .hooks
             .iter()
             .any(|h| h.policy.conditions_read_variables);
+        let mut steps: Vec<Step<'_>> = Vec::new();
         for hook in &snapshot.hooks {
-            let policy = &hook.policy;
-            let config_error =
-                |message: String, binding: Option<&str>, denials: &mut Vec<Denial>| {
-                    if policy.ignore_failures {
-                        return;
-                    }
-                    let message = match binding {
-                        Some(_) => format!("failed to configure binding: {message}"),
-                        None => format!("failed to configure policy: {message}"),
-                    };
-                    denials.push(Denial {
-                        policy: policy.name.clone(),
-                        binding: binding.map(str::to_string),
-                        message,
-                        reason: String::new(),
-                    });
+            let policy = &*hook.policy;
+            let config_error = |message: String, binding: Option<&str>, steps: &mut Vec<Step>| {
+                if policy.ignore_failures {
+                    return;
+                }
+                let message = match binding {
+                    Some(_) => format!("failed to configure binding: {message}"),
+                    None => format!("failed to configure policy: {message}"),
                 };
+                steps.push(Step::Deny(Denial {
+                    policy: policy.name.clone(),
+                    binding: binding.map(str::to_string),
+                    message,
+                    reason: String::new(),
+                }));
+            };
             let Some(constraints) = &policy.constraints else {
                 continue;
             };
@@ -960,31 +969,26 @@ impl ValidatingAdmissionPolicies {
                 Ok(Some(h)) => h,
                 Ok(None) => continue,
                 Err(e) => {
-                    config_error(e.to_string(), None, &mut denials);
+                    config_error(e.to_string(), None, &mut steps);
                     continue;
                 }
             };
             let version = hit.version(attrs);
             let params_source = match &policy.params {
                 Some(Err(e)) => {
-                    config_error(e.clone(), None, &mut denials);
+                    config_error(e.clone(), None, &mut steps);
                     continue;
                 }
                 Some(Ok(s)) => Some(s),
                 None => None,
             };
-            let mut activation: Option<Arc<cel::Context<'static, 'static>>> = activations
-                .iter()
-                .find(|(v, _)| *v == version)
-                .map(|(_, a)| a.clone());
-            let mut collector = Collector::default();
             for binding in &hook.bindings {
                 if let Some(m) = &binding.match_resources {
                     match resources_hit(m, attrs, ctx).await {
                         Ok(Some(_)) => {}
                         Ok(None) => continue,
                         Err(e) => {
-                            config_error(e.to_string(), Some(&binding.name), &mut denials);
+                            config_error(e.to_string(), Some(&binding.name), &mut steps);
                             continue;
                         }
                     }
@@ -995,48 +999,77 @@ impl ValidatingAdmissionPolicies {
                     {
                         Ok(p) => p,
                         Err(e) => {
-                            config_error(e, Some(&binding.name), &mut denials);
+                            config_error(e, Some(&binding.name), &mut steps);
                             continue;
                         }
                     };
                 if params.is_empty() {
                     continue;
                 }
-                if activation.is_none() {
-                    let (object, old) = match matching::versioned(attrs, version) {
-                        Ok(o) => o,
-                        Err(e) => {
-                            config_error(
-                                format!("failed to convert object version: {e}"),
-                                None,
-                                &mut denials,
-                            );
-                            break;
-                        }
+                if let Err(e) =
+                    slots[slot(version)].get_or_init(|| Prepared::new(attrs, version, hit, uses))
+                {
+                    config_error(
+                        format!("failed to convert object version: {e}"),
+                        None,
+                        &mut steps,
+                    );
+                    break;
+                }
+                if namespace.is_none() {
+                    namespace = Some(namespace_value(attrs, ctx, uses.namespace_object).await?);
+                }
+                // A plain policy without params needs no inner scope.
+                let plain = plain_roots
+                    && policy.plain
+                    && (params_source.is_none() || binding.param_ref.is_none());
+                steps.push(Step::Evaluate {
+                    policy,
+                    binding,
+                    version,
+                    params,
+                    plain,
+                });
+            }
+            steps.push(Step::Publish(policy));
+        }
+        // The activation of each version, built once for every policy
+        // matching in that version (building the request variable costs
+        // more than most expressions).
+        let mut activations: Vec<(&str, cel::Context<'_, '_>)> = Vec::new();
+        let mut denials: Vec<Denial> = Vec::new();
+        let mut collector = Collector::default();
+        for step in steps {
+            let (policy, binding, version, params, plain) = match step {
+                Step::Deny(denial) => {
+                    denials.push(denial);
+                    continue;
+                }
+                Step::Publish(policy) => {
+                    std::mem::take(&mut collector).publish(&policy.name);
+                    continue;
+                }
+                Step::Evaluate {
+                    policy,
+                    binding,
+                    version,
+                    params,
+                    plain,
+                } => (policy, binding, version, params, plain),
+            };
+            let position = match activations.iter().position(|(v, _)| *v == version) {
+                Some(i) => i,
+                None => {
+                    // Made while matching: a conversion that failed made
+                    // no step.
+                    let Some(Ok(prepared)) = slots[slot(version)].get() else {
+                        continue;
                     };
-                    let ns_value = match &namespace {
-                        Some(v) => v.clone(),
-                        None => {
-                            let v = namespace_value(attrs, ctx, uses.namespace_object).await?;
-                            namespace = Some(v.clone());
-                            v
-                        }
-                    };
-                    let request = uses.request.then(|| {
-                        let matched = hit.matched(attrs);
-                        let target = Target {
-                            group: &attrs.group,
-                            version: &matched.version,
-                            resource: &matched.resource,
-                        };
-                        let uid = uuid::Uuid::new_v4().to_string();
-                        matching::admission_request(&uid, attrs, target, &matched.kind, None, None)
-                    });
-                    let mut root = root_context_owned(
-                        object,
-                        old.filter(|_| uses.old_object),
-                        request,
-                        ns_value,
+                    let mut root = root_context(
+                        prepared.object.as_ref(),
+                        prepared.old_object.as_ref(),
+                        prepared.request.as_ref(),
+                        namespace.clone().unwrap_or(cel::Value::Null),
                     );
                     if uses.authorizer {
                         ctx.bind_authorizer(&mut root, attrs);
@@ -1044,68 +1077,60 @@ impl ValidatingAdmissionPolicies {
                     if plain_roots {
                         make_plain(&mut root);
                     }
-                    let built = Arc::new(root);
-                    activations.push((version, built.clone()));
-                    activation = Some(built);
+                    activations.push((version, root));
+                    activations.len() - 1
                 }
-                let Some(activation) = &activation else {
-                    break;
+            };
+            let activation = &activations[position].1;
+            for param in &params {
+                let outcome = if plain {
+                    evaluate_plain(policy, activation)
+                } else {
+                    evaluate(policy, activation, &apiforge_core::cel::to_cel(param))
                 };
-                // A plain policy without params needs no inner scope.
-                let plain = plain_roots
-                    && policy.plain
-                    && (params_source.is_none() || binding.param_ref.is_none());
-                for param in &params {
-                    let outcome = if plain {
-                        evaluate_plain(policy, activation)
-                    } else {
-                        evaluate(policy, activation, &apiforge_core::cel::to_cel(param))
+                for (i, decision) in outcome.decisions.into_iter().enumerate() {
+                    let Decision::Deny { message, reason } = decision else {
+                        continue;
                     };
-                    for (i, decision) in outcome.decisions.into_iter().enumerate() {
-                        let Decision::Deny { message, reason } = decision else {
-                            continue;
-                        };
-                        for action in &binding.actions {
-                            match action.as_str() {
-                                "Deny" => denials.push(Denial {
-                                    policy: policy.name.clone(),
-                                    binding: Some(binding.name.clone()),
-                                    message: message.clone(),
-                                    reason: reason.clone(),
-                                }),
-                                "Warn" => crate::request::warning::add(format!(
-                                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {message}",
-                                    policy.name, binding.name
-                                )),
-                                "Audit" => crate::audit::annotate_current(
-                                    VALIDATION_FAILURE_ANNOTATION,
-                                    serde_json::to_string(&json!([{
-                                        "message": message,
-                                        "policy": policy.name,
-                                        "binding": binding.name,
-                                        "expressionIndex": i,
-                                        "validationActions": binding.actions,
-                                    }]))
-                                    .unwrap_or_default(),
-                                ),
-                                _ => {}
-                            }
+                    for action in &binding.actions {
+                        match action.as_str() {
+                            "Deny" => denials.push(Denial {
+                                policy: policy.name.clone(),
+                                binding: Some(binding.name.clone()),
+                                message: message.clone(),
+                                reason: reason.clone(),
+                            }),
+                            "Warn" => crate::request::warning::add(format!(
+                                "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {message}",
+                                policy.name, binding.name
+                            )),
+                            "Audit" => crate::audit::annotate_current(
+                                VALIDATION_FAILURE_ANNOTATION,
+                                serde_json::to_string(&json!([{
+                                    "message": message,
+                                    "policy": policy.name,
+                                    "binding": binding.name,
+                                    "expressionIndex": i,
+                                    "validationActions": binding.actions,
+                                }]))
+                                .unwrap_or_default(),
+                            ),
+                            _ => {}
                         }
                     }
-                    for (key, value) in outcome.annotations {
-                        collector.add(key, value);
-                    }
-                    for message in outcome.annotation_errors {
-                        denials.push(Denial {
-                            policy: policy.name.clone(),
-                            binding: Some(binding.name.clone()),
-                            message,
-                            reason: String::new(),
-                        });
-                    }
+                }
+                for (key, value) in outcome.annotations {
+                    collector.add(key, value);
+                }
+                for message in outcome.annotation_errors {
+                    denials.push(Denial {
+                        policy: policy.name.clone(),
+                        binding: Some(binding.name.clone()),
+                        message,
+                        reason: String::new(),
+                    });
                 }
             }
-            collector.publish(&policy.name);
         }
         match denials.into_iter().next() {
             Some(d) => Err(d.into_error(attrs)),

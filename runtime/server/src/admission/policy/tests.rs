@@ -206,17 +206,13 @@ fn failed_variables() {
     assert!(!mentions("variables.ownerLen == 1", "owner"));
 }
 
-/// JSON converted straight to the interpreter's values reads as the
-/// same JSON converted to `cel::Value` and bound.
+/// JSON read in place reads as the same JSON converted to `cel::Value`
+/// and bound.
 #[test]
 fn direct_conversion_matches_to_cel() {
     let object = json!({"a": [1, -2, 18446744073709551615u64, 1.5, "s", null, true, {"b": {}}], "c": {"d": []}});
-    let direct = root_context(
-        Some(&object),
-        None,
-        Some(&json!({"x": 1})),
-        cel::Value::Null,
-    );
+    let request = json!({"x": 1});
+    let direct = root_context(Some(&object), None, Some(&request), cel::Value::Null);
     let bound = Activation {
         object: apiforge_core::cel::to_cel(&object),
         old_object: cel::Value::Null,
