@@ -722,17 +722,31 @@ const KINDS: [(&str, &str); 4] = [
 /// How many bootstrap objects [`start`] ensures at a time.
 const BOOTSTRAP_CONCURRENCY: usize = 8;
 
-/// Creates one of the [`bootstrap_objects`] if it is missing.
-async fn ensure_bootstrap_object(stores: &[(Store, &'static str)], obj: Value) -> ApiResult<()> {
+/// Creates one of the [`bootstrap_objects`] if it is missing; a
+/// namespaced one's namespace first, when `namespaces` (the Namespace
+/// store) is served and it does not exist yet, as upstream's
+/// reconciliation does (`tryEnsureNamespace`).
+async fn ensure_bootstrap_object(
+    stores: &[(Store, &'static str)],
+    namespaces: Option<&(Store, &'static str)>,
+    obj: Value,
+) -> ApiResult<()> {
     let Some((store, kind)) = crate::registry::store_for_object(stores, &obj) else {
         return Ok(());
     };
     let name = meta_str(&obj, "name");
     let namespace = meta_str(&obj, "namespace");
     if !namespace.is_empty() {
-        // `kube-system` is created by another post-start hook running at
-        // the same time: wait for it a little (up to 5 s, looking every
-        // 10 ms: readiness waits for this hook).
+        if let Some((ns_store, version)) = namespaces {
+            // Best effort: a failure shows in the retries below.
+            let body = serde_json::json!({"metadata": {"name": namespace}});
+            if let Err(e) = ns_store.ensure("", version, body).await {
+                tracing::debug!(error = %e, %namespace, "ensuring the namespace of a bootstrap RBAC object");
+            }
+        }
+        // The namespace may still be on its way (or being deleted): try
+        // again a little (up to 5 s, looking every 10 ms: readiness waits
+        // for this hook).
         let mut attempt = 0;
         loop {
             match store.ensure(&namespace, "v1", obj.clone()).await {
@@ -772,6 +786,9 @@ pub async fn start(
     let Some(rbac) = rbac else {
         return Ok(());
     };
+    let namespaces = stores
+        .get("", "v1", "namespaces")
+        .map(|(store, info)| (store, info.version));
     let stores = stores.stores_of(GROUP, &KINDS);
     if stores.is_empty() {
         return Ok(());
@@ -779,7 +796,7 @@ pub async fn start(
     // Each one is a consistent read (and a create when missing): several
     // at a time, so that a restart on etcd under load is ready sooner.
     let results: Vec<ApiResult<()>> = futures::stream::iter(bootstrap_objects())
-        .map(|obj| ensure_bootstrap_object(&stores, obj))
+        .map(|obj| ensure_bootstrap_object(&stores, namespaces.as_ref(), obj))
         .buffer_unordered(BOOTSTRAP_CONCURRENCY)
         .collect()
         .await;
