@@ -239,14 +239,33 @@ impl LazyOpenApi {
 pub struct BundleError(String);
 
 impl Documents {
-    /// Parses the bundle written by `build.rs`.
+    /// Parses the bundle written by `build.rs`: the discovery documents
+    /// now; the OpenAPI documents (97 % of the bundle) are only checked to
+    /// be well-formed JSON now, and parsed when first built (on the
+    /// blocking pool, off the start-up path).
     pub fn from_bundle(bundle: &str) -> Result<Self, BundleError> {
-        let mut v: Value = serde_json::from_str(bundle).map_err(|e| BundleError(e.to_string()))?;
-        let v2 = v.get_mut("openapi_v2").map(Value::take);
-        let v3 = v.get_mut("openapi_v3").map(Value::take).unwrap_or_default();
-        let openapi =
-            LazyOpenApi::deferred(move || OpenApiDocuments::from_values(v2.as_ref(), &v3));
-        Self::from_discovery(&v["discovery"], openapi)
+        /// The bundle's members, the OpenAPI ones left as text.
+        #[derive(serde::Deserialize)]
+        struct Parts<'a> {
+            #[serde(borrow)]
+            openapi_v2: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            openapi_v3: Option<&'a serde_json::value::RawValue>,
+            #[serde(default)]
+            discovery: Value,
+        }
+        let parts: Parts<'_> =
+            serde_json::from_str(bundle).map_err(|e| BundleError(e.to_string()))?;
+        let v2 = parts.openapi_v2.map(|raw| raw.get().to_owned());
+        let v3 = parts.openapi_v3.map(|raw| raw.get().to_owned());
+        let openapi = LazyOpenApi::deferred(move || {
+            // Well-formed JSON (checked above) always parses into a value.
+            let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap_or_default();
+            let v2 = v2.as_deref().map(parse);
+            let v3 = v3.as_deref().map(parse).unwrap_or_default();
+            OpenApiDocuments::from_values(v2.as_ref(), &v3)
+        });
+        Self::from_discovery(&parts.discovery, openapi)
     }
 
     /// The documents of `scheme`: discovery now, OpenAPI on first use
