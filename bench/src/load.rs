@@ -227,7 +227,9 @@ pub(crate) struct Pair {
 
 /// Runs `a` and `b` alternately (`settings.repeats` times each, after a
 /// warm-up of each) with `clients` clients against the server `pid`;
-/// `labels` names the pair and its two sides in the progress lines.
+/// `labels` names the pair and its two sides in the progress lines. The
+/// order flips every round (a b, b a, a b, …), so that neither side is
+/// always the one that runs first.
 pub(crate) async fn alternate<A: Op, B: Op>(
     settings: &crate::Settings,
     clients: usize,
@@ -242,7 +244,8 @@ pub(crate) async fn alternate<A: Op, B: Op>(
     run(target, clients, settings.warmup, a.clone()).await?;
     run(target, clients, settings.warmup, b.clone()).await?;
     for i in 0..settings.repeats {
-        for side in 0..2 {
+        let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
             let before = crate::procs::cpu_seconds(pid)?;
             let r = if side == 0 {
                 run(target, clients, settings.run, a.clone()).await?
