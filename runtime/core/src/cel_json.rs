@@ -100,6 +100,18 @@ fn convert(json: &Value) -> Box<dyn Val + '_> {
     }
 }
 
+/// The `Val` accessors a node answers with its converted level's.
+macro_rules! level_accessors {
+    ($($method:ident: $capability:ident),* $(,)?) => {$(
+        fn $method<'b, 'v>(&'b self) -> Option<&'b (dyn $capability + 'v)>
+        where
+            Self: 'v,
+        {
+            self.level().$method()
+        }
+    )*};
+}
+
 impl std::fmt::Debug for Node<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("JsonNode").field(self.json).finish()
@@ -107,6 +119,16 @@ impl std::fmt::Debug for Node<'_> {
 }
 
 impl Val for Node<'_> {
+    level_accessors! {
+        as_adder: Adder,
+        as_divider: Divider,
+        as_iterable: Iterable,
+        as_modder: Modder,
+        as_multiplier: Multiplier,
+        as_negator: Negator,
+        as_subtractor: Subtractor,
+    }
+
     fn get_type(&self) -> &Type {
         match self.json {
             Value::Array(_) => &types::LIST_TYPE,
@@ -123,26 +145,12 @@ impl Val for Node<'_> {
         &types::DYN_TYPE
     }
 
-    fn as_adder<'b, 'v>(&'b self) -> Option<&'b (dyn Adder + 'v)>
-    where
-        Self: 'v,
-    {
-        self.level().as_adder()
-    }
-
     fn as_comparer(&self) -> Option<&dyn Comparer> {
         self.level().as_comparer()
     }
 
     fn as_container(&self) -> Option<&dyn Container> {
         Some(self)
-    }
-
-    fn as_divider<'b, 'v>(&'b self) -> Option<&'b (dyn Divider + 'v)>
-    where
-        Self: 'v,
-    {
-        self.level().as_divider()
     }
 
     fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
@@ -159,43 +167,8 @@ impl Val for Node<'_> {
         Some(self)
     }
 
-    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
-    where
-        Self: 'v,
-    {
-        self.level().as_iterable()
-    }
-
-    fn as_modder<'b, 'v>(&'b self) -> Option<&'b (dyn Modder + 'v)>
-    where
-        Self: 'v,
-    {
-        self.level().as_modder()
-    }
-
-    fn as_multiplier<'b, 'v>(&'b self) -> Option<&'b (dyn Multiplier + 'v)>
-    where
-        Self: 'v,
-    {
-        self.level().as_multiplier()
-    }
-
-    fn as_negator<'b, 'v>(&'b self) -> Option<&'b (dyn Negator + 'v)>
-    where
-        Self: 'v,
-    {
-        self.level().as_negator()
-    }
-
     fn as_sizer(&self) -> Option<&dyn Sizer> {
         Some(self)
-    }
-
-    fn as_subtractor<'b, 'v>(&'b self) -> Option<&'b (dyn Subtractor + 'v)>
-    where
-        Self: 'v,
-    {
-        self.level().as_subtractor()
     }
 
     fn as_zeroer(&self) -> Option<&dyn Zeroer> {
