@@ -865,6 +865,52 @@ async fn bad_parameters_media_types_and_patches_get_upstream_status_and_change_n
     );
 }
 
+/// A client that writes its whole request before it reads (Python's
+/// `requests`, curl without `Expect`) gets the answer to a request rejected
+/// before its body was read, and keeps its connection: the server reads the
+/// rest of the body (up to the body limit) instead of closing while the
+/// client is still writing.
+#[tokio::test]
+async fn early_answers_reach_clients_that_write_the_whole_body_first() {
+    use tokio::io::AsyncWriteExt;
+    let (server, _client) = fixture().await;
+    let auth = format!("Bearer {}", common::raw::token(&server));
+    let mut conn = common::raw::connect(&server).await;
+    // Bodies far larger than the socket buffers, rejected before they are
+    // read: an unsupported media type, and a token nobody issued.
+    let cases = [
+        (
+            auth.as_str(),
+            "multipart/mixed; boundary=x",
+            415,
+            "UnsupportedMediaType",
+        ),
+        ("Bearer no-such-token", JSON, 401, "Unauthorized"),
+    ];
+    for (authorization, content_type, code, reason) in cases {
+        let body = vec![b'x'; 2 << 20];
+        let head = format!(
+            "POST {FLUNDERS} HTTP/1.1\r\nHost: localhost\r\nAuthorization: {authorization}\r\n\
+             Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        conn.write_all(head.as_bytes()).await.expect("head");
+        conn.write_all(&body)
+            .await
+            .expect("the whole body is written: the server reads it");
+        conn.flush().await.expect("flush");
+        let resp = common::raw::read_one_response(&mut conn).await;
+        assert_eq!(resp.status, code, "{reason}: {}", resp.text());
+        assert_eq!(resp.json()["reason"], reason);
+    }
+    // The same connection serves the next request.
+    let head = format!("GET /version HTTP/1.1\r\nHost: localhost\r\nAuthorization: {auth}\r\n\r\n");
+    conn.write_all(head.as_bytes()).await.expect("head");
+    conn.flush().await.expect("flush");
+    let resp = common::raw::read_one_response(&mut conn).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+}
+
 #[tokio::test]
 async fn inputs_upstream_accepts_are_accepted() {
     let (_server, client) = fixture().await;

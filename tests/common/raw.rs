@@ -120,6 +120,39 @@ pub async fn read_response(stream: &mut TlsStream<TcpStream>) -> RawResponse {
     parse(&raw)
 }
 
+/// Reads one response whose body has a `Content-Length`, leaving the
+/// connection open for the next request.
+pub async fn read_one_response(stream: &mut TlsStream<TcpStream>) -> RawResponse {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    let read = async {
+        loop {
+            if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or_else(|| panic!("no Content-Length in {head:?}"));
+                if raw.len() >= end + 4 + len {
+                    return;
+                }
+            }
+            let n = stream.read(&mut buf).await.expect("read response");
+            assert!(
+                n > 0,
+                "the connection closed within a response: {:?}",
+                String::from_utf8_lossy(&raw)
+            );
+            raw.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("response within 60s");
+    parse(&raw)
+}
+
 /// One request on a fresh connection, with the admin token.
 pub async fn request(
     server: &Server,

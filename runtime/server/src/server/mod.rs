@@ -9,6 +9,7 @@ pub mod allocator;
 
 pub mod kubeconfig;
 pub mod lifecycle;
+pub mod request_body;
 pub mod tls;
 
 use std::future::Future;
@@ -538,7 +539,8 @@ pub async fn run(
                     });
                     let service = TowerToHyperService::new(tower::ServiceExt::map_request(
                         service,
-                        move |mut req: http::Request<hyper::body::Incoming>| {
+                        move |req: http::Request<hyper::body::Incoming>| {
+                            let mut req = request_body::RequestBody::new(req);
                             if let Some(cert) = &cert {
                                 req.extensions_mut().insert(cert.clone());
                             }
