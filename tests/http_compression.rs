@@ -161,3 +161,54 @@ async fn gzip_large_lists_only_never_watches() {
         }
     }
 }
+
+/// A LIST larger than 1 MiB is sent in parts; it arrives whole, with its
+/// Content-Length, plain and gzip-compressed, as the same JSON.
+#[tokio::test]
+async fn lists_larger_than_a_mebibyte_arrive_whole() {
+    let server = common::Server::start().await;
+    let client = server.client().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    // 3 ConfigMaps of ~450 KiB: a LIST of ~1.35 MiB.
+    for i in 0..3 {
+        let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("big-{i}")},
+            "data": {"blob": format!("{i}-").repeat(230_000)},
+        }))
+        .expect("configmap");
+        cms.create(&PostParams::default(), &cm)
+            .await
+            .expect("create");
+    }
+    let list_path = "/api/v1/namespaces/default/configmaps";
+    let resp = client.send(get(list_path, None)).await.expect("LIST");
+    assert_eq!(resp.status(), 200);
+    let length: usize = header(&resp, "content-length")
+        .first()
+        .and_then(|v| v.parse().ok())
+        .expect("Content-Length");
+    let plain = resp.into_body().collect_bytes().await.expect("body");
+    assert_eq!(plain.len(), length);
+    assert!(plain.len() > 1 << 20, "list is {} bytes", plain.len());
+    let plain: Value = serde_json::from_slice(&plain).expect("JSON list");
+    let names: Vec<&str> = plain["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["big-0", "big-1", "big-2"]);
+    assert_eq!(
+        plain["items"][2]["data"]["blob"],
+        Value::String("2-".repeat(230_000))
+    );
+
+    let resp = client
+        .send(get(list_path, Some("gzip")))
+        .await
+        .expect("gzip LIST");
+    assert_eq!(header(&resp, "content-encoding"), ["gzip"]);
+    let body = resp.into_body().collect_bytes().await.expect("body");
+    let decoded: Value = serde_json::from_slice(&gunzip(&body)).expect("JSON list");
+    assert_eq!(decoded, plain);
+}
