@@ -3,15 +3,16 @@
 //!
 //! A request rejected before its body is read (401 or 403 from the filter
 //! chain, 415 for a content type no handler decodes, 413 past the body
-//! limit) is answered before its body arrives. hyper then cannot reuse the
-//! connection and closes it, while an HTTP/1.1 client that writes the whole
-//! body before it reads the answer is still writing: it never reads the
-//! answer, and sees a broken connection instead (Python's clients:
-//! `SSLEOFError: EOF occurred in violation of protocol`). Go's server, and
-//! so kube-apiserver, reads and discards what is left of a small body for
-//! the same reason; this goes further, up to [`DRAIN_LIMIT`] bytes within
-//! [`DRAIN_TIME`] from a client that keeps sending, so that every body the server would accept ends in its
-//! answer and a connection kept for the next request.
+//! limit, 504 when it timed out) is answered before its body arrives.
+//! hyper then cannot reuse the connection and closes it, while an HTTP/1.1
+//! client that writes the whole body before it reads the answer is still
+//! writing: it never reads the answer, and sees a broken connection
+//! instead (Python's clients: `SSLEOFError: EOF occurred in violation of
+//! protocol`). Go's server, and so kube-apiserver, reads and discards what
+//! is left of a small body for the same reason; this goes further, up to
+//! [`DRAIN_LIMIT`] bytes within [`DRAIN_TIME`] from a client that keeps
+//! sending, so that every body the server would accept ends in its answer
+//! and a connection kept for the next request.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
