@@ -10,7 +10,7 @@
 //! instead (Python's clients: `SSLEOFError: EOF occurred in violation of
 //! protocol`). Go's server, and so kube-apiserver, reads and discards what
 //! is left of a small body for the same reason; this goes further, up to
-//! [`DRAIN_LIMIT`] bytes within [`DRAIN_TIME`] from a client that keeps
+//! `DRAIN_LIMIT` bytes within `DRAIN_TIME` from a client that keeps
 //! sending, so that every body the server would accept ends in its answer
 //! and a connection kept for the next request.
 
