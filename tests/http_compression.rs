@@ -37,6 +37,18 @@ fn header<'a>(resp: &'a http::Response<kube::client::Body>, name: &str) -> Vec<&
         .collect()
 }
 
+/// Creates ConfigMap `name` holding `blob` under the key `blob`.
+async fn create_blob(cms: &Api<ConfigMap>, name: &str, blob: String) {
+    let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "data": {"blob": blob},
+    }))
+    .expect("configmap");
+    cms.create(&PostParams::default(), &cm)
+        .await
+        .expect("create");
+}
+
 #[tokio::test]
 async fn gzip_large_lists_only_never_watches() {
     let server = common::Server::start().await;
@@ -44,14 +56,7 @@ async fn gzip_large_lists_only_never_watches() {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     // 40 ConfigMaps of ~4 KiB each: a LIST of ~170 KiB.
     for i in 0..40 {
-        let cm: ConfigMap = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": format!("cm-{i:02}")},
-            "data": {"blob": format!("{i:02}-").repeat(1400)},
-        }))
-        .expect("configmap");
-        cms.create(&PostParams::default(), &cm)
-            .await
-            .expect("create");
+        create_blob(&cms, &format!("cm-{i:02}"), format!("{i:02}-").repeat(1400)).await;
     }
     let list_path = "/api/v1/namespaces/default/configmaps";
 
@@ -171,14 +176,7 @@ async fn lists_larger_than_a_mebibyte_arrive_whole() {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     // 3 ConfigMaps of ~450 KiB: a LIST of ~1.35 MiB.
     for i in 0..3 {
-        let cm: ConfigMap = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": format!("big-{i}")},
-            "data": {"blob": format!("{i}-").repeat(230_000)},
-        }))
-        .expect("configmap");
-        cms.create(&PostParams::default(), &cm)
-            .await
-            .expect("create");
+        create_blob(&cms, &format!("big-{i}"), format!("{i}-").repeat(230_000)).await;
     }
     let list_path = "/api/v1/namespaces/default/configmaps";
     let resp = client.send(get(list_path, None)).await.expect("LIST");

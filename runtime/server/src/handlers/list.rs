@@ -137,13 +137,13 @@ pub(super) fn shared_list_response(
     opening.extend_from_slice(b",\"items\":[");
     let body = ListBody::new(Bytes::from(opening), items);
     let len = body.len;
-    let mut resp = Response::new(axum::body::Body::new(body));
-    let headers = resp.headers_mut();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
+    let mut resp = crate::request::response::body_response(
+        StatusCode::OK,
+        "application/json",
+        axum::body::Body::new(body),
     );
-    headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(len));
+    resp.headers_mut()
+        .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(len));
     Ok(resp)
 }
 

@@ -12,7 +12,13 @@ use apiforge_core::meta::{Status, StatusDetails};
 
 /// A response with `body` and `content_type`.
 pub fn bytes_response(code: StatusCode, content_type: &str, body: Bytes) -> Response {
-    let mut resp = Response::new(Body::from(body));
+    body_response(code, content_type, Body::from(body))
+}
+
+/// A response with a body of any kind (a stream, a body sent in parts) and
+/// `content_type`.
+pub fn body_response(code: StatusCode, content_type: &str, body: Body) -> Response {
+    let mut resp = Response::new(body);
     *resp.status_mut() = code;
     // The usual type without copying it into a new header value.
     let ct = match content_type {
