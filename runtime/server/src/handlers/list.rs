@@ -26,9 +26,12 @@ pub(super) async fn list(ctx: &Ctx<'_>) -> ApiResult<Response> {
     let (format, target) = ctx.negotiate(true)?;
     if format == Format::Json
         && matches!(target, Target::Object)
-        && let Some(page) = ctx.store.list_shared(namespace_scope(ctx), &params).await?
+        && let Some(page) = ctx
+            .store
+            .list_shared(namespace_scope(ctx), &params, |o| shared_encoding(ctx, o))
+            .await?
     {
-        return shared_list_response(ctx, &page);
+        return shared_list_response(ctx, page);
     }
     let page = ctx.store.list(namespace_scope(ctx), &params).await?;
     let mut meta = serde_json::Map::new();
@@ -107,7 +110,7 @@ pub(super) fn encode_json(
 /// conversion or serialization of the items).
 pub(super) fn shared_list_response(
     ctx: &Ctx<'_>,
-    page: &crate::registry::SharedPage,
+    page: crate::registry::SharedPage<Bytes>,
 ) -> ApiResult<Response> {
     let mut meta = serde_json::Map::new();
     meta.insert(
@@ -126,16 +129,11 @@ pub(super) fn shared_list_response(
         "metadata": meta,
     }))
     .map_err(|e| ApiError::from(Status::internal(e.to_string())))?;
-    let items: Vec<Bytes> = page
-        .items
-        .iter()
-        .map(|o| shared_encoding(ctx, o))
-        .collect::<ApiResult<_>>()?;
     // `{...head...}` → `{...head...,"items":[a,b,...]}`
     let mut opening = head;
     opening.pop();
     opening.extend_from_slice(b",\"items\":[");
-    let body = ListBody::new(Bytes::from(opening), items);
+    let body = ListBody::new(Bytes::from(opening), page.items);
     let len = body.len;
     let mut resp = crate::request::response::body_response(
         StatusCode::OK,

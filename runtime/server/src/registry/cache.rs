@@ -376,12 +376,19 @@ struct State {
 /// [`WatchCache::remember_remaining`]): a few per concurrent walk.
 const REMAINING_HINTS: usize = 256;
 
+/// How many prefix counts [`WatchCache::count`] keeps.
+const COUNTS: usize = 16;
+
 /// A consistent view of the cache at one revision.
 #[derive(Clone)]
 pub struct Snapshot {
     objects: Objects,
     /// The revision the snapshot is at.
     pub revision: Revision,
+    /// The cache's [`State::changes`] when the snapshot was taken: two
+    /// snapshots with the same value hold the same objects (two at one
+    /// revision may not, while the events of one transaction are applied).
+    changes: u64,
 }
 
 impl Snapshot {
@@ -400,11 +407,31 @@ impl Snapshot {
             Some(s) if s > prefix => s,
             _ => prefix,
         };
+        // With an upper bound the map's iterator ends by comparing its two
+        // cursors; `take_while` would compare every key with the prefix.
+        let end = prefix_end(prefix).filter(|end| end.as_str() > from);
+        let bounded = end.is_some();
+        let upper = match &end {
+            Some(end) => std::ops::Bound::Excluded(end.as_str()),
+            None => std::ops::Bound::Unbounded,
+        };
         self.objects
-            .range::<_, str>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded))
-            .take_while(move |(k, _)| k.starts_with(prefix))
+            .range::<_, str>((std::ops::Bound::Included(from), upper))
+            .take_while(move |(k, _)| bounded || k.starts_with(prefix))
             .map(|(_, v)| v)
     }
+}
+
+/// The least key after every key that starts with `prefix`, when the
+/// prefix ends in an ASCII character other than DEL (key prefixes end in
+/// `/`): the prefix with that character's successor in its place.
+fn prefix_end(prefix: &str) -> Option<String> {
+    let last = *prefix.as_bytes().last()?;
+    (last < 0x7f).then(|| {
+        let mut end = prefix[..prefix.len() - 1].to_owned();
+        end.push(char::from(last + 1));
+        end
+    })
 }
 
 /// The watch cache of one resource.
@@ -420,6 +447,11 @@ pub struct WatchCache {
     /// start key to the end of the prefix). A paginated walk then counts
     /// its remaining items once, not once per page.
     remaining: Mutex<VecDeque<(Revision, String, String, u64)>>,
+    /// How many objects a prefix holds in a snapshot, by the snapshot's
+    /// `changes`: (changes, prefix, count), the latest [`COUNTS`]. A
+    /// paginated walk's first page counts its remaining items from this
+    /// while the objects stay unchanged.
+    counts: Mutex<VecDeque<(u64, String, u64)>>,
     /// Asks the reflector to re-list (when the backend's watch stopped
     /// reporting progress, e.g. a resumed etcd watch with nothing to send).
     resync: tokio::sync::Notify,
@@ -477,6 +509,7 @@ impl WatchCache {
             revision_tx,
             snapshots: Mutex::new(VecDeque::new()),
             remaining: Mutex::new(VecDeque::new()),
+            counts: Mutex::new(VecDeque::new()),
             resync: tokio::sync::Notify::new(),
             stopped: std::sync::atomic::AtomicBool::new(false),
         })
@@ -623,6 +656,7 @@ impl WatchCache {
         Snapshot {
             objects: s.objects.clone(),
             revision: s.revision,
+            changes: s.changes,
         }
     }
 
@@ -653,6 +687,35 @@ impl WatchCache {
         while hints.len() > REMAINING_HINTS {
             hints.pop_front();
         }
+    }
+
+    /// How many objects `snapshot` holds under `prefix`: counted once per
+    /// state of the objects and prefix (the latest [`COUNTS`] are kept).
+    pub fn count(&self, snapshot: &Snapshot, prefix: &str) -> u64 {
+        let lock = || {
+            self.counts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let known = lock()
+            .iter()
+            .find(|(changes, p, _)| *changes == snapshot.changes && p == prefix)
+            .map(|c| c.2);
+        if let Some(count) = known {
+            return count;
+        }
+        let count = snapshot.range(prefix, None).count() as u64;
+        let mut counts = lock();
+        if !counts
+            .iter()
+            .any(|(changes, p, _)| *changes == snapshot.changes && p == prefix)
+        {
+            counts.push_back((snapshot.changes, prefix.to_owned(), count));
+            while counts.len() > COUNTS {
+                counts.pop_front();
+            }
+        }
+        count
     }
 
     /// The count [`WatchCache::remember_remaining`] recorded for these.
@@ -1194,10 +1257,102 @@ mod tests {
         }
     }
 
-    /// A consistent read that finds the cache behind asks the reflector to
-    /// re-list (which ends the cache's watchers), but not while the storage
-    /// watch is re-establishing itself (etcd restarting): that watch
-    /// resumes where it stopped, and client watches stay open.
+    /// The objects under a prefix, from a start key on, whether or not the
+    /// prefix has a successor to bound the walk with.
+    #[test]
+    fn range_walks_the_prefix_from_the_start_key() {
+        assert_eq!(prefix_end("/r/a/").as_deref(), Some("/r/a0"));
+        assert_eq!(prefix_end("/r/a~").as_deref(), Some("/r/a\u{7f}"));
+        assert_eq!(prefix_end("/r/a\u{7f}"), None);
+        assert_eq!(prefix_end("/r/é"), None);
+        assert_eq!(prefix_end(""), None);
+        let keys = [
+            "/r/a",
+            "/r/a/",
+            "/r/a/1",
+            "/r/a/2",
+            "/r/a/3",
+            "/r/a0",
+            "/r/a~",
+            "/r/a~/1",
+            "/r/a~/2",
+            "/r/a~~",
+            "/r/a\u{7f}",
+            "/r/a\u{7f}/1",
+            "/r/a\u{7f}\u{7f}",
+            "/r/b/1",
+        ];
+        let objects: Objects = keys
+            .iter()
+            .map(|k| {
+                let o = CachedObject::new((*k).into(), 1, serde_json::json!({}));
+                (Arc::<str>::from(*k), Arc::new(o))
+            })
+            .collect();
+        let snapshot = Snapshot {
+            objects,
+            revision: 1,
+            changes: 1,
+        };
+        let walk = |prefix: &str, start: Option<&str>| -> Vec<String> {
+            snapshot
+                .range(prefix, start)
+                .map(|o| o.key.to_string())
+                .collect()
+        };
+        assert_eq!(walk("/r/a/", None), ["/r/a/", "/r/a/1", "/r/a/2", "/r/a/3"]);
+        assert_eq!(walk("/r/a/", Some("/r/a/2")), ["/r/a/2", "/r/a/3"]);
+        assert_eq!(walk("/r/a/", Some("/r/a/20")), ["/r/a/3"]);
+        assert_eq!(walk("/r/a/", Some("/r/a/4")), Vec::<String>::new());
+        assert_eq!(walk("/r/a/", Some("/r/b/")), Vec::<String>::new());
+        assert_eq!(walk("/r/a/", Some("/r/")), walk("/r/a/", None));
+        assert_eq!(walk("/r/c/", None), Vec::<String>::new());
+        assert_eq!(walk("/r/a~/", None), ["/r/a~/1", "/r/a~/2"]);
+        // No successor: the keys are compared with the prefix instead.
+        assert_eq!(
+            walk("/r/a\u{7f}", None),
+            ["/r/a\u{7f}", "/r/a\u{7f}/1", "/r/a\u{7f}\u{7f}"]
+        );
+        assert_eq!(
+            walk("/r/a~", None),
+            ["/r/a~", "/r/a~/1", "/r/a~/2", "/r/a~~"]
+        );
+        assert_eq!(walk("/r/a~", Some("/r/a~/2")), ["/r/a~/2", "/r/a~~"]);
+    }
+
+    /// A prefix's count is taken once per state of the objects.
+    #[test]
+    fn prefix_counts_are_kept_per_state_of_the_objects() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap());
+        let cache = WatchCache::unstarted(store, "/r/".into(), CacheOptions::default());
+        let snapshot = |keys: &[&str], changes: u64| Snapshot {
+            objects: keys
+                .iter()
+                .map(|k| {
+                    let o = CachedObject::new((*k).into(), 1, serde_json::json!({}));
+                    (Arc::<str>::from(*k), Arc::new(o))
+                })
+                .collect(),
+            revision: 1,
+            changes,
+        };
+        let first = snapshot(&["/r/a/1", "/r/a/2", "/r/b/1"], 7);
+        assert_eq!(cache.count(&first, "/r/a/"), 2);
+        assert_eq!(cache.count(&first, "/r/"), 3);
+        // The same state (what `changes` says): the kept count.
+        let same = snapshot(&["/r/a/1"], 7);
+        assert_eq!(cache.count(&same, "/r/a/"), 2);
+        // Another state: counted again.
+        let next = snapshot(&["/r/a/1"], 8);
+        assert_eq!(cache.count(&next, "/r/a/"), 1);
+        for changes in 9..9 + COUNTS as u64 {
+            cache.count(&snapshot(&[], changes), "/r/a/");
+        }
+        assert_eq!(cache.counts.lock().unwrap().len(), COUNTS);
+        assert_eq!(cache.count(&same, "/r/a/"), 1);
+    }
+
     #[test]
     fn remaining_counts_are_kept_per_revision_prefix_and_key() {
         let dir = tempfile::tempdir().unwrap();
@@ -1216,6 +1371,10 @@ mod tests {
         assert_eq!(cache.remaining_from(6, "/r/", "/r/0"), Some(1));
     }
 
+    /// A consistent read that finds the cache behind asks the reflector to
+    /// re-list (which ends the cache's watchers), but not while the storage
+    /// watch is re-establishing itself (etcd restarting): that watch
+    /// resumes where it stopped, and client watches stay open.
     #[tokio::test]
     async fn no_relist_while_the_storage_watch_reconnects() {
         let dir = tempfile::tempdir().unwrap();

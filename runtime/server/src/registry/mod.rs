@@ -70,12 +70,13 @@ pub struct ListPage {
     pub remaining: Option<i64>,
 }
 
-/// A list page served by the watch cache: the shared cached objects (with
-/// their memoized encodings) instead of copies.
-#[derive(Debug, Default)]
-pub struct SharedPage {
-    /// The cached objects, in key order.
-    pub items: Vec<Arc<cache::CachedObject>>,
+/// A list page served by the watch cache: what the caller made of each
+/// shared cached object (its memoized encoding, say), without copying the
+/// objects.
+#[derive(Debug)]
+pub struct SharedPage<T> {
+    /// What the caller made of the cached objects, in key order.
+    pub items: Vec<T>,
     /// The revision the list was read at.
     pub resource_version: Revision,
     /// The continue token, when more items follow.
@@ -491,16 +492,16 @@ impl Store {
 
     /// Lists objects (all namespaces when `namespace` is `None`).
     pub async fn list(&self, namespace: Option<&str>, params: &ListParams) -> ApiResult<ListPage> {
+        let decoded = |o: &cache::CachedObject| -> ApiResult<Value> {
+            o.object()
+                .map(|v| (*v).clone())
+                .map_err(|e| Status::internal(e).into())
+        };
         if let Some(cache) = &self.cache
-            && let Some(page) = self.list_cached(cache, namespace, params).await?
+            && let Some(page) = self.list_cached(cache, namespace, params, decoded).await?
         {
             return Ok(ListPage {
-                items: page
-                    .items
-                    .iter()
-                    .map(|o| o.object().map(|v| (*v).clone()))
-                    .collect::<Result<_, _>>()
-                    .map_err(Status::internal)?,
+                items: page.items,
                 resource_version: page.resource_version,
                 continue_token: page.continue_token,
                 remaining: page.remaining,
@@ -509,16 +510,19 @@ impl Store {
         self.list_storage(namespace, params).await
     }
 
-    /// Lists from the watch cache, sharing the cached objects; `None` when
-    /// only storage can answer (no cache, an exact old revision, or a
-    /// continue token whose snapshot is gone) — then use [`Store::list`].
-    pub async fn list_shared(
+    /// Lists from the watch cache, calling `each` with every cached object
+    /// of the page in turn (shared, not copied) and keeping what it
+    /// returns; `None` when only storage can answer (no cache, an exact old
+    /// revision, or a continue token whose snapshot is gone) — then use
+    /// [`Store::list`].
+    pub async fn list_shared<T>(
         &self,
         namespace: Option<&str>,
         params: &ListParams,
-    ) -> ApiResult<Option<SharedPage>> {
+        each: impl FnMut(&cache::CachedObject) -> ApiResult<T> + Send,
+    ) -> ApiResult<Option<SharedPage<T>>> {
         match &self.cache {
-            Some(cache) => self.list_cached(cache, namespace, params).await,
+            Some(cache) => self.list_cached(cache, namespace, params, each).await,
             None => Ok(None),
         }
     }
@@ -526,12 +530,13 @@ impl Store {
     /// Serves a list from the watch cache; `None` when only storage can
     /// answer (an exact old revision, or a continue token whose snapshot is
     /// gone).
-    async fn list_cached(
+    async fn list_cached<T>(
         &self,
         cache: &cache::WatchCache,
         namespace: Option<&str>,
         params: &ListParams,
-    ) -> ApiResult<Option<SharedPage>> {
+        mut each: impl FnMut(&cache::CachedObject) -> ApiResult<T> + Send,
+    ) -> ApiResult<Option<SharedPage<T>>> {
         let prefix = self.collection_prefix(namespace);
         let (snapshot, start) = match &params.continue_token {
             Some(token) => {
@@ -567,15 +572,17 @@ impl Store {
         };
         let filtered = !params.labels.is_empty() || !params.fields.is_empty();
         let mut page = SharedPage {
+            items: Vec::new(),
             resource_version: snapshot.revision,
-            ..Default::default()
+            continue_token: None,
+            remaining: None,
         };
         let mut iter = snapshot.range(&prefix, start.as_deref());
         let mut fetched = 0u64;
         for o in iter.by_ref() {
             fetched += 1;
             if self.matches_cached(o, params) {
-                page.items.push(o.clone());
+                page.items.push(each(o)?);
                 if params.limit > 0 && page.items.len() >= params.limit {
                     break;
                 }
@@ -592,10 +599,12 @@ impl Store {
             ));
             if !filtered {
                 // Objects after this page: from the count the previous page
-                // left for this one, or counted (once per walk).
-                let from_start = start
-                    .as_deref()
-                    .and_then(|k| cache.remaining_from(snapshot.revision, &prefix, k));
+                // left for this one, or for a first page the prefix's count
+                // (kept while the objects do not change); else counted.
+                let from_start = match start.as_deref() {
+                    Some(k) => cache.remaining_from(snapshot.revision, &prefix, k),
+                    None => Some(cache.count(&snapshot, &prefix)),
+                };
                 let rest = match from_start {
                     Some(n) => n.saturating_sub(fetched),
                     None => 1 + iter.count() as u64,

@@ -273,6 +273,24 @@ async fn pagination_serves_a_stable_snapshot() {
     assert_eq!(names, expected);
     // Counted in the snapshot of the first page, page by page.
     assert_eq!(remaining, [Some(2), None]);
+    // A new walk's first page counts the objects as they are now (p7 is
+    // still there, terminating), again after every change.
+    let first_page = || async {
+        let params = ListParams {
+            limit: 4,
+            ..Default::default()
+        };
+        f.store.list(None, &params).await.unwrap().remaining
+    };
+    assert_eq!(first_page().await, Some(7));
+    assert_eq!(first_page().await, Some(7));
+    for (i, more) in ["p100", "p101"].into_iter().enumerate() {
+        f.store
+            .create("", hub(&f.store, ns(more, json!({}))), false)
+            .await
+            .unwrap();
+        assert_eq!(first_page().await, Some(8 + i as i64));
+    }
 }
 
 #[tokio::test]
