@@ -43,6 +43,7 @@ pub mod bundle;
 pub mod cel;
 pub mod cel_authorizer;
 pub mod cel_check;
+pub mod cel_direct;
 pub mod cel_json;
 #[cfg(feature = "kube")]
 pub mod client;

@@ -40,6 +40,7 @@ use apiforge_core::builtin::admissionregistration_v1::{
     MatchResources, ParamKind, ParamRef, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
 };
+use apiforge_core::cel_direct;
 use apiforge_core::meta::{StatusCause, StatusDetails};
 
 pub mod mutating;
@@ -67,6 +68,25 @@ const MAX_AUDIT_ANNOTATION_VALUE_BYTES: usize = 10 * 1024;
 struct Expression {
     source: String,
     program: Result<Arc<cel::Program>, String>,
+    /// The same expression evaluated straight over the request's JSON,
+    /// when it is of the subset [`cel_direct`] evaluates.
+    direct: Option<cel_direct::Program>,
+}
+
+/// The variables a [`cel_direct`] program reads, in the order of
+/// [`Json`].
+const DIRECT_VARIABLES: [&str; 4] = ["object", "oldObject", "request", "params"];
+
+/// The JSON bound to [`DIRECT_VARIABLES`] for one evaluation: the same
+/// values the interpreter's activation binds (null where it binds null).
+type Json<'a> = [&'a Value; 4];
+
+/// What a [`Json`] variable the request does not have is bound to.
+static NULL: Value = Value::Null;
+
+/// `value`, or null.
+fn or_null(value: &Option<Value>) -> &Value {
+    value.as_ref().unwrap_or(&NULL)
 }
 
 impl Expression {
@@ -75,9 +95,24 @@ impl Expression {
             .compile(source)
             .map(Arc::new)
             .map_err(|e| e.to_string());
+        let direct = program
+            .as_ref()
+            .ok()
+            .and_then(|p| cel_direct::Program::compile(p, &DIRECT_VARIABLES));
         Expression {
             source: source.to_string(),
             program,
+            direct,
+        }
+    }
+
+    /// [`Expression::run`], answered straight from `json` when the
+    /// expression's direct program can (its answer is the interpreter's,
+    /// and it leaves every error to the interpreter).
+    fn run_over(&self, ctx: &cel::Context<'_, '_>, json: &Json<'_>) -> Result<cel::Value, String> {
+        match self.direct.as_ref().and_then(|d| d.evaluate(json)) {
+            Some(value) => Ok(value),
+            None => self.run(ctx),
         }
     }
 
@@ -129,11 +164,17 @@ impl Variables {
     /// Runs `e` as [`Expression::run`] does, except that when it fails on a
     /// failed variable the variable's error is the reason, as upstream's
     /// lazy variables report it.
-    fn run(&self, e: &Expression, ctx: &cel::Context<'_, '_>) -> Result<cel::Value, String> {
-        e.run(ctx).map_err(|err| match self.failure_in(&e.source) {
-            Some(why) => format!("expression '{}' resulted in error: {why}", e.source),
-            None => err,
-        })
+    fn run(
+        &self,
+        e: &Expression,
+        ctx: &cel::Context<'_, '_>,
+        json: &Json<'_>,
+    ) -> Result<cel::Value, String> {
+        e.run_over(ctx, json)
+            .map_err(|err| match self.failure_in(&e.source) {
+                Some(why) => format!("expression '{}' resulted in error: {why}", e.source),
+                None => err,
+            })
     }
 }
 
@@ -631,8 +672,14 @@ fn bind_variables(variables: &[(String, Expression)], ctx: &mut cel::Context<'_,
     vars
 }
 
-/// Evaluates `policy` for one param (`validator.Validate`).
-fn evaluate(policy: &Policy, root: &cel::Context<'_, '_>, params: &cel::Value) -> Outcome {
+/// Evaluates `policy` for one param (`validator.Validate`): `params` is
+/// the param's CEL value, and `json[3]` its JSON.
+fn evaluate(
+    policy: &Policy,
+    root: &cel::Context<'_, '_>,
+    params: &cel::Value,
+    json: &Json<'_>,
+) -> Outcome {
     let on_error = |message: String| policy.on_error(message);
     let mut ctx = root.new_inner_scope();
     ctx.add_variable_from_value("params", params.clone());
@@ -647,7 +694,7 @@ fn evaluate(policy: &Policy, root: &cel::Context<'_, '_>, params: &cel::Value) -
         }
     }
     let vars = bind_variables(&policy.variables, &mut ctx);
-    judge(policy, &ctx, &vars)
+    judge(policy, &ctx, &vars, json)
 }
 
 /// Binds what a [`Policy::plain`] policy without params sees besides the
@@ -664,17 +711,23 @@ fn make_plain(root: &mut cel::Context<'_, '_>) {
 /// [`evaluate`] for a [`Policy::plain`] policy without params, straight
 /// in a root context made plain by [`make_plain`] (names resolve in one
 /// scope, and nothing is bound per policy).
-fn evaluate_plain(policy: &Policy, plain_root: &cel::Context<'_, '_>) -> Outcome {
-    judge(policy, plain_root, &Variables::default())
+fn evaluate_plain(policy: &Policy, plain_root: &cel::Context<'_, '_>, json: &Json<'_>) -> Outcome {
+    judge(policy, plain_root, &Variables::default(), json)
 }
 
 /// The validations and audit annotations of `policy` in `ctx`, where its
-/// conditions held and its variables are bound (`vars`).
-fn judge(policy: &Policy, ctx: &cel::Context<'_, '_>, vars: &Variables) -> Outcome {
+/// conditions held and its variables are bound (`vars`); `json` is what
+/// `ctx` binds to [`DIRECT_VARIABLES`].
+fn judge(
+    policy: &Policy,
+    ctx: &cel::Context<'_, '_>,
+    vars: &Variables,
+    json: &Json<'_>,
+) -> Outcome {
     let on_error = |message: String| policy.on_error(message);
     let mut outcome = Outcome::default();
     for v in &policy.validations {
-        let decision = match vars.run(&v.expression, ctx) {
+        let decision = match vars.run(&v.expression, ctx, json) {
             Err(e) => on_error(e),
             Ok(cel::Value::Bool(true)) => Decision::Admit,
             Ok(_) => {
@@ -708,7 +761,7 @@ fn judge(policy: &Policy, ctx: &cel::Context<'_, '_>, vars: &Variables) -> Outco
         outcome.decisions.push(decision);
     }
     for (key, expression) in &policy.audit_annotations {
-        let error = match vars.run(expression, ctx) {
+        let error = match vars.run(expression, ctx, json) {
             Ok(cel::Value::String(s)) => {
                 let value = s.trim();
                 if !value.is_empty() {
@@ -1082,11 +1135,25 @@ impl ValidatingAdmissionPolicies {
                 }
             };
             let activation = &activations[position].1;
+            let Some(Ok(prepared)) = slots[slot(version)].get() else {
+                continue;
+            };
             for param in &params {
+                let json = [
+                    or_null(&prepared.object),
+                    or_null(&prepared.old_object),
+                    or_null(&prepared.request),
+                    param,
+                ];
                 let outcome = if plain {
-                    evaluate_plain(policy, activation)
+                    evaluate_plain(policy, activation, &json)
                 } else {
-                    evaluate(policy, activation, &apiforge_core::cel::to_cel(param))
+                    evaluate(
+                        policy,
+                        activation,
+                        &apiforge_core::cel::to_cel(param),
+                        &json,
+                    )
                 };
                 for (i, decision) in outcome.decisions.into_iter().enumerate() {
                     let Decision::Deny { message, reason } = decision else {

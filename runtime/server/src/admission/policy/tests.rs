@@ -13,14 +13,30 @@ fn policy(spec: Value) -> Policy {
     Policy::new(p, &Context::new(Arc::new(super::super::NoLookup)))
 }
 
-fn activation(object: Value) -> cel::Context<'static, 'static> {
+fn activation(object: &Value) -> cel::Context<'static, 'static> {
     Activation {
-        object: apiforge_core::cel::to_cel(&object),
+        object: apiforge_core::cel::to_cel(object),
         old_object: cel::Value::Null,
-        request: apiforge_core::cel::to_cel(&json!({"operation": "CREATE", "namespace": "ns"})),
+        request: apiforge_core::cel::to_cel(&request()),
         namespace_object: cel::Value::Null,
     }
     .into_root()
+}
+
+fn request() -> Value {
+    json!({"operation": "CREATE", "namespace": "ns"})
+}
+
+/// Evaluates `p` over `object` with `params`, as the dispatcher does: the
+/// interpreter's activation, and the same JSON for the direct programs.
+fn run(p: &Policy, object: Value, params: Value) -> Outcome {
+    let request = request();
+    evaluate(
+        p,
+        &activation(&object),
+        &apiforge_core::cel::to_cel(&params),
+        &[&object, &NULL, &request, &params],
+    )
 }
 
 fn denial(d: &Decision) -> Option<(String, String)> {
@@ -42,7 +58,7 @@ fn messages_and_reasons() {
         {"expression": "object.n < 3", "message": "fallback", "messageExpression": "1"},
         {"expression": "object.n > 3"},
     ]}));
-    let out = evaluate(&p, &activation(json!({"n": 5})), &cel::Value::Null);
+    let out = run(&p, json!({"n": 5}), Value::Null);
     let got: Vec<_> = out.decisions.iter().map(denial).collect();
     assert_eq!(
         got,
@@ -61,21 +77,13 @@ fn messages_and_reasons() {
 #[test]
 fn errors_follow_the_failure_policy() {
     let spec = |fp: &str| json!({"failurePolicy": fp, "validations": [{"expression": "object.missing == 1"}]});
-    let out = evaluate(
-        &policy(spec("Fail")),
-        &activation(json!({})),
-        &cel::Value::Null,
-    );
+    let out = run(&policy(spec("Fail")), json!({}), Value::Null);
     let (message, _) = denial(&out.decisions[0]).expect("denied");
     assert!(
         message.starts_with("expression 'object.missing == 1' resulted in error: "),
         "{message}"
     );
-    let out = evaluate(
-        &policy(spec("Ignore")),
-        &activation(json!({})),
-        &cel::Value::Null,
-    );
+    let out = run(&policy(spec("Ignore")), json!({}), Value::Null);
     assert!(denial(&out.decisions[0]).is_none());
 }
 
@@ -94,8 +102,8 @@ fn params_variables_and_annotations() {
             {"key": "bad", "valueExpression": "1"},
         ],
     }));
-    let params = apiforge_core::cel::to_cel(&json!({"data": {"max": "3"}}));
-    let out = evaluate(&p, &activation(json!({"n": 5})), &params);
+    let params = json!({"data": {"max": "3"}});
+    let out = run(&p, json!({"n": 5}), params.clone());
     assert_eq!(
         denial(&out.decisions[0]),
         Some(("max is 3".into(), "Invalid".into()))
@@ -107,7 +115,7 @@ fn params_variables_and_annotations() {
             "valueExpression '1' resulted in unsupported return type: int. Return type must be either string or null."
         ]
     );
-    let out = evaluate(&p, &activation(json!({"n": 2})), &params);
+    let out = run(&p, json!({"n": 2}), params);
     assert!(denial(&out.decisions[0]).is_none());
 }
 
@@ -118,17 +126,8 @@ fn match_conditions_gate() {
         "matchConditions": [{"name": "only-big", "expression": "object.n > 10"}],
         "validations": [{"expression": "false"}],
     }));
-    assert!(
-        evaluate(&p, &activation(json!({"n": 5})), &cel::Value::Null)
-            .decisions
-            .is_empty()
-    );
-    assert_eq!(
-        evaluate(&p, &activation(json!({"n": 50})), &cel::Value::Null)
-            .decisions
-            .len(),
-        1
-    );
+    assert!(run(&p, json!({"n": 5}), Value::Null).decisions.is_empty());
+    assert_eq!(run(&p, json!({"n": 50}), Value::Null).decisions.len(), 1);
 }
 
 /// The dispatcher's denial: `admission.NewForbidden` with the policy's
@@ -189,7 +188,7 @@ fn failed_variables() {
             {"expression": "true"},
         ],
     }));
-    let out = evaluate(&p, &activation(json!({"data": {}})), &cel::Value::Null);
+    let out = run(&p, json!({"data": {}}), Value::Null);
     let messages: Vec<_> = out.decisions.iter().map(denial).collect();
     let (first, _) = messages[0].clone().expect("denied");
     assert!(
@@ -264,9 +263,10 @@ fn uses_scan_every_expression() {
 }
 
 /// Timing loop: per request, the activation of a ~1 KiB flunder built
-/// once, then 10 policies like the benchmark's evaluated; the old way
-/// (every policy binding all variables anew) beside it. A few rounds in the
-/// suite (both ways must admit; no timing is asserted); for figures run
+/// once, then 1 or 10 policies like the benchmark's evaluated, with the
+/// expression's direct program and by the interpreter alone. A few rounds
+/// in the suite (both ways must admit; no timing is asserted); for figures
+/// run
 /// `POLICY_TIMING_ROUNDS=2000 cargo test ... policy_timing -- --nocapture`.
 #[test]
 fn policy_timing() {
@@ -283,46 +283,33 @@ fn policy_timing() {
             "annotations": {"note": "x".repeat(400)}},
         "spec": {"reference": "some-reference", "referenceType": "Flunder"},
     });
-    let request = json!({"uid": "u", "kind": {"group": "wardle.example.com", "version": "v1beta1", "kind": "Flunder"},
-        "operation": "CREATE", "namespace": "default", "name": "bench-flunder-0001",
-        "userInfo": {"username": "admin", "groups": ["system:masters", "system:authenticated"]}});
-    let ns = json!({"metadata": {"name": "default", "labels": {"kubernetes.io/metadata.name": "default"}}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
     let n: u32 = std::env::var("POLICY_TIMING_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
+    // The same policy with its expressions left to the interpreter.
+    let mut interpreted = policy(json!({"validations": [{
+        "expression": "object.metadata.name.size() < 200 && !has(object.spec.flunderReference)",
+    }]}));
+    for v in &mut interpreted.validations {
+        v.expression.direct = None;
+    }
     for policies in [1, 10] {
-        let t = Instant::now();
-        for _ in 0..n {
-            let a = Activation {
-                object: apiforge_core::cel::to_cel(&object),
-                old_object: cel::Value::Null,
-                request: apiforge_core::cel::to_cel(&request),
-                namespace_object: apiforge_core::cel::to_cel(&ns),
-            };
-            for _ in 0..policies {
-                let root = Activation {
-                    object: a.object.clone(),
-                    old_object: a.old_object.clone(),
-                    request: a.request.clone(),
-                    namespace_object: a.namespace_object.clone(),
+        let time = |p: &Policy| {
+            let t = Instant::now();
+            for _ in 0..n {
+                let mut root = root_context(Some(&object), None, None, cel::Value::Null);
+                make_plain(&mut root);
+                let json = [&object, &NULL, &NULL, &NULL];
+                for _ in 0..policies {
+                    let out = evaluate_plain(p, &root, &json);
+                    assert!(matches!(out.decisions[..], [Decision::Admit]));
                 }
-                .into_root();
-                let out = evaluate(&p, &root, &cel::Value::Null);
-                assert!(matches!(out.decisions[..], [Decision::Admit]));
             }
-        }
-        let old = t.elapsed().as_secs_f64() * 1e6 / f64::from(n);
-        let t = Instant::now();
-        for _ in 0..n {
-            let root = root_context(Some(&object), None, None, cel::Value::Null);
-            for _ in 0..policies {
-                let out = evaluate(&p, &root, &cel::Value::Null);
-                assert!(matches!(out.decisions[..], [Decision::Admit]));
-            }
-        }
-        let new = t.elapsed().as_secs_f64() * 1e6 / f64::from(n);
-        println!("{policies} policies: old {old:.1} µs, new {new:.1} µs per request");
+            t.elapsed().as_secs_f64() * 1e6 / f64::from(n)
+        };
+        let (old, new) = (time(&interpreted), time(&p));
+        println!("{policies} policies: interpreted {old:.1} µs, direct {new:.1} µs per request");
     }
 }
 
@@ -339,14 +326,16 @@ fn plain_roots_decide_as_inner_scopes() {
     ], "auditAnnotations": [{"key": "k", "valueExpression": "'v' + string(object.n)"}]}));
     assert!(p.plain);
     let object = json!({"metadata": {"name": "longer"}, "spec": {"ref": "x"}, "n": 2});
+    let json = [&object, &NULL, &NULL, &NULL];
     let inner = evaluate(
         &p,
         &root_context(Some(&object), None, None, cel::Value::Null),
         &cel::Value::Null,
+        &json,
     );
     let mut root = root_context(Some(&object), None, None, cel::Value::Null);
     make_plain(&mut root);
-    let plain = evaluate_plain(&p, &root);
+    let plain = evaluate_plain(&p, &root, &json);
     let got = |o: &Outcome| o.decisions.iter().map(denial).collect::<Vec<_>>();
     assert_eq!(got(&plain), got(&inner));
     assert_eq!(plain.annotations, inner.annotations);
@@ -361,9 +350,14 @@ fn plain_roots_decide_as_inner_scopes() {
     assert_eq!(got(&plain)[3], Some(("n is 2".into(), "Invalid".into())));
     // A policy with params evaluates in its own scope, over a plain root
     // too.
-    let params = apiforge_core::cel::to_cel(&json!({"max": 1}));
+    let params = json!({"max": 1});
     let q = policy(json!({"validations": [{"expression": "object.n <= params.max"}]}));
-    let over_plain = evaluate(&q, &root, &params);
+    let over_plain = evaluate(
+        &q,
+        &root,
+        &apiforge_core::cel::to_cel(&params),
+        &[&object, &NULL, &NULL, &params],
+    );
     assert_eq!(
         got(&over_plain),
         [Some((
