@@ -25,6 +25,9 @@
 //! - `size()` of a string (in code points), a list or a map;
 //! - `<`, `<=`, `>`, `>=`, `==` and `!=` between two ints, two uints or two
 //!   strings; `==` and `!=` also between two bools and two nulls;
+//! - `x in list` for a string, int or bool `x` and a list (JSON, or a list
+//!   literal) of values of its type, up to the first equal one; `key in
+//!   map` for a string `key`;
 //! - `!`, `&&` and `||` (with the interpreter's short circuits: `false &&
 //!   x` is `false` whatever `x` is), and `c ? a : b`;
 //! - literals: null, bool, int, uint and string.
@@ -88,6 +91,10 @@ enum Node {
     /// `condition ? then : otherwise`.
     Conditional(Box<[Node; 3]>),
     Compare(Comparison, Box<Node>, Box<Node>),
+    /// `element in container`.
+    In(Box<Node>, Box<Node>),
+    /// A list literal (only as the container of `in`).
+    List(Vec<Node>),
 }
 
 /// A comparison operator.
@@ -145,6 +152,12 @@ impl Node {
                 LiteralValue::String(s) => Node::Str(s.inner().into()),
                 LiteralValue::Double(_) | LiteralValue::Bytes(_) => return None,
             },
+            Expr::List(list) if list.optional_indices.is_empty() => Node::List(
+                list.elements
+                    .iter()
+                    .map(|e| Node::compile(e, variables))
+                    .collect::<Option<_>>()?,
+            ),
             Expr::Select(select) => {
                 let operand = boxed(&select.operand)?;
                 let field = select.field.as_str().into();
@@ -176,6 +189,7 @@ impl Node {
                             Node::compile(b, variables)?,
                         ]))
                     }
+                    (None, [a, b]) if name == operators::IN => Node::In(boxed(a)?, boxed(b)?),
                     (None, [a, b]) => {
                         let comparison = match name {
                             operators::LESS => Comparison::Less,
@@ -270,6 +284,41 @@ impl Node {
                     _ => return None,
                 };
                 V::Bool(comparison.holds(ordering))
+            }
+            Node::List(_) => return None,
+            Node::In(element, container) => {
+                let element = element.evaluate(values)?;
+                if !matches!(element, V::Str(_) | V::Int(_) | V::Bool(_)) {
+                    return None;
+                }
+                // Whether `item` equals the element; `None` for a value of
+                // another type, where the interpreter's equality decides.
+                let equals = |item: V<'_>| match (element, item) {
+                    (V::Str(a), V::Str(b)) => Some(a == b),
+                    (V::Int(a), V::Int(b)) => Some(a == b),
+                    (V::Bool(a), V::Bool(b)) => Some(a == b),
+                    _ => None,
+                };
+                if let Node::List(items) = &**container {
+                    for item in items {
+                        if equals(item.evaluate(values)?)? {
+                            return Some(V::Bool(true));
+                        }
+                    }
+                    return Some(V::Bool(false));
+                }
+                match (element, container.evaluate(values)?) {
+                    (V::Str(key), V::Json(Value::Object(map))) => V::Bool(map.contains_key(key)),
+                    (_, V::Json(Value::Array(items))) => {
+                        for item in items {
+                            if equals(V::of(item))? {
+                                return Some(V::Bool(true));
+                            }
+                        }
+                        V::Bool(false)
+                    }
+                    _ => return None,
+                }
             }
         })
     }
@@ -381,6 +430,17 @@ mod tests {
             "object.spec.big == params.big",
             "object.spec.big > 1u",
             "object.spec.nested.deep.x == 1",
+            "'a' in object.spec.items",
+            "'c' in object.spec.items",
+            "'team' in object.metadata.labels",
+            "'owner' in object.metadata.labels",
+            "'maxReplicas' in params",
+            "object.metadata.labels.team in ['a', 'b']",
+            "object.spec.replicas in [1, 2, 3]",
+            "object.spec.paused in [true]",
+            "1 in []",
+            // The first equal element decides, whatever follows it.
+            "'a' in ['a', 1]",
             "true",
             "null == null",
             // A false left side decides, whatever the right side is.
@@ -416,6 +476,8 @@ mod tests {
             "object.spec.replicas == 3u",
             "object.spec.paused < true",
             "object.spec.items == object.spec.items",
+            "['a'] == ['a']",
+            "[1, 2]",
             "!object.spec.replicas",
             "object.spec.replicas ? 1 : 2",
             "object.spec.replicas.size()",
@@ -425,6 +487,12 @@ mod tests {
             "object.missing || false",
             "object.missing && object.missing",
             "true && 1",
+            "'b' in ['a', 1, 'b']",
+            "1 in object.metadata.labels",
+            "object.spec.replicas in ['3']",
+            "object.spec.big in [1]",
+            "object.spec.items in object.spec.items",
+            "'a' in object.metadata.name",
         ] {
             assert_eq!(check(source, &object, &params), (true, false), "{source}");
         }
@@ -433,7 +501,6 @@ mod tests {
             "object.spec.replicas + 1 > 2",
             "object.metadata.name.startsWith('h')",
             "object.spec.items.all(i, i.size() == 1)",
-            "'a' in object.spec.items",
             "object.spec.items[0] == 'a'",
             "object.?spec.orValue(1) == 1",
             "object.spec.ratio < 1.0",
@@ -464,6 +531,8 @@ mod tests {
             "object.spec.paused",
             "object.spec.nothing",
             "object.spec.items",
+            "['a', 'b']",
+            "[3, 'a']",
             "params.maxReplicas",
             "params.name",
             "params.big",
@@ -487,7 +556,7 @@ mod tests {
             "''",
             "'héllo-world'",
         ];
-        let binary = ["&&", "||", "<", "<=", ">", ">=", "==", "!="];
+        let binary = ["&&", "||", "<", "<=", ">", ">=", "==", "!=", "in"];
         // A small linear congruential generator: the same cases each run.
         let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
         let mut next = |n: usize| {

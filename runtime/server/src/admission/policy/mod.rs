@@ -309,7 +309,7 @@ impl Policy {
             params: spec.param_kind.as_ref().map(|pk| param_source(pk, ctx)),
             constraints: spec.match_constraints,
             ignore_failures: spec.failure_policy.as_deref() == Some("Ignore"),
-            conditions: Conditions::compile(&spec.match_conditions),
+            conditions: Conditions::compile_over(&spec.match_conditions, &DIRECT_VARIABLES),
             variables: spec
                 .variables
                 .iter()
@@ -683,7 +683,7 @@ fn evaluate(
     let on_error = |message: String| policy.on_error(message);
     let mut ctx = root.new_inner_scope();
     ctx.add_variable_from_value("params", params.clone());
-    match policy.conditions.evaluate_in(&ctx) {
+    match policy.conditions.evaluate_in(&ctx, json) {
         Ok(true) => {}
         Ok(false) => return Outcome::default(),
         Err(e) => {

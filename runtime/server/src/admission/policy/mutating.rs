@@ -45,8 +45,8 @@ use super::super::matching::{self, Conditions, Matched, Target};
 use super::super::{Attributes, Context, Error, Operation, Plugin, async_trait};
 use super::source::{Compiled, Kinds, Snapshot, Source};
 use super::{
-    Activation, Expression, ParamSource, Variables, bind_variables, cel_type_name, collect_params,
-    namespace_value, param_source, resources_match,
+    Activation, DIRECT_VARIABLES, Expression, ParamSource, Variables, bind_variables,
+    cel_type_name, collect_params, namespace_value, or_null, param_source, resources_match,
 };
 use apiforge_core::builtin::admissionregistration_v1::cel_mutation::{
     JSON_PATCH, MutationProgram, OBJECT, check_type_names, to_json, type_name,
@@ -131,7 +131,7 @@ impl Policy {
             constraints: spec.match_constraints,
             ignore_failures: spec.failure_policy.as_deref() == Some("Ignore"),
             reinvoke: spec.reinvocation_policy == "IfNeeded",
-            conditions: Conditions::compile(&spec.match_conditions),
+            conditions: Conditions::compile_over(&spec.match_conditions, &DIRECT_VARIABLES),
             variables: spec
                 .variables
                 .iter()
@@ -448,7 +448,8 @@ impl Invocation<'_> {
         };
         let mut ctx = activation.context(&apiforge_core::cel::to_cel(self.param));
         self.context.bind_authorizer(&mut ctx, attrs);
-        match self.policy.conditions.evaluate_in(&ctx) {
+        let json = [&object, or_null(&old), &request, self.param];
+        match self.policy.conditions.evaluate_in(&ctx, &json) {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => {
