@@ -29,6 +29,7 @@
 //!   adds a warning, `Audit` the `validation_failure` audit annotation;
 //!   `failurePolicy: Ignore` drops evaluation and configuration errors.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
@@ -84,6 +85,10 @@ type Json<'a> = [&'a Value; 4];
 /// What a [`Json`] variable the request does not have is bound to.
 static NULL: Value = Value::Null;
 
+/// The interpreter's activation of an evaluation, made (or found) when an
+/// expression first needs it.
+type Scope<'c, 'p, 'v> = dyn Fn() -> &'c cel::Context<'p, 'v> + 'c;
+
 /// `value`, or null.
 fn or_null(value: &Option<Value>) -> &Value {
     value.as_ref().unwrap_or(&NULL)
@@ -108,11 +113,12 @@ impl Expression {
 
     /// [`Expression::run`], answered straight from `json` when the
     /// expression's direct program can (its answer is the interpreter's,
-    /// and it leaves every error to the interpreter).
-    fn run_over(&self, ctx: &cel::Context<'_, '_>, json: &Json<'_>) -> Result<cel::Value, String> {
+    /// and it leaves every error to the interpreter); the interpreter's
+    /// activation is asked of `scope` only when it cannot.
+    fn run_over(&self, scope: &Scope<'_, '_, '_>, json: &Json<'_>) -> Result<cel::Value, String> {
         match self.direct.as_ref().and_then(|d| d.evaluate(json)) {
             Some(value) => Ok(value),
-            None => self.run(ctx),
+            None => self.run(scope()),
         }
     }
 
@@ -167,10 +173,10 @@ impl Variables {
     fn run(
         &self,
         e: &Expression,
-        ctx: &cel::Context<'_, '_>,
+        scope: &Scope<'_, '_, '_>,
         json: &Json<'_>,
     ) -> Result<cel::Value, String> {
-        e.run_over(ctx, json)
+        e.run_over(scope, json)
             .map_err(|err| match self.failure_in(&e.source) {
                 Some(why) => format!("expression '{}' resulted in error: {why}", e.source),
                 None => err,
@@ -694,7 +700,7 @@ fn evaluate(
         }
     }
     let vars = bind_variables(&policy.variables, &mut ctx);
-    judge(policy, &ctx, &vars, json)
+    judge(policy, &|| &ctx, &vars, json)
 }
 
 /// Binds what a [`Policy::plain`] policy without params sees besides the
@@ -710,30 +716,27 @@ fn make_plain(root: &mut cel::Context<'_, '_>) {
 
 /// [`evaluate`] for a [`Policy::plain`] policy without params, straight
 /// in a root context made plain by [`make_plain`] (names resolve in one
-/// scope, and nothing is bound per policy).
-fn evaluate_plain(policy: &Policy, plain_root: &cel::Context<'_, '_>, json: &Json<'_>) -> Outcome {
+/// scope, and nothing is bound per policy), which `plain_root` makes when
+/// an expression first needs the interpreter.
+fn evaluate_plain(policy: &Policy, plain_root: &Scope<'_, '_, '_>, json: &Json<'_>) -> Outcome {
     judge(policy, plain_root, &Variables::default(), json)
 }
 
-/// The validations and audit annotations of `policy` in `ctx`, where its
-/// conditions held and its variables are bound (`vars`); `json` is what
-/// `ctx` binds to [`DIRECT_VARIABLES`].
-fn judge(
-    policy: &Policy,
-    ctx: &cel::Context<'_, '_>,
-    vars: &Variables,
-    json: &Json<'_>,
-) -> Outcome {
+/// The validations and audit annotations of `policy` in the activation
+/// `scope` gives, where its conditions held and its variables are bound
+/// (`vars`); `json` is what that activation binds to
+/// [`DIRECT_VARIABLES`].
+fn judge(policy: &Policy, scope: &Scope<'_, '_, '_>, vars: &Variables, json: &Json<'_>) -> Outcome {
     let on_error = |message: String| policy.on_error(message);
     let mut outcome = Outcome::default();
     for v in &policy.validations {
-        let decision = match vars.run(&v.expression, ctx, json) {
+        let decision = match vars.run(&v.expression, scope, json) {
             Err(e) => on_error(e),
             Ok(cel::Value::Bool(true)) => Decision::Admit,
             Ok(_) => {
                 let mut message = String::new();
                 if let Some(me) = &v.message_expression {
-                    match me.run(ctx) {
+                    match me.run(scope()) {
                         Ok(cel::Value::String(s)) => {
                             let s = s.trim();
                             if s.len() <= MAX_MESSAGE_EXPRESSION_BYTES && !s.contains('\n') {
@@ -761,7 +764,7 @@ fn judge(
         outcome.decisions.push(decision);
     }
     for (key, expression) in &policy.audit_annotations {
-        let error = match vars.run(expression, ctx, json) {
+        let error = match vars.run(expression, scope, json) {
             Ok(cel::Value::String(s)) => {
                 let value = s.trim();
                 if !value.is_empty() {
@@ -1088,8 +1091,9 @@ impl ValidatingAdmissionPolicies {
         }
         // The activation of each version, built once for every policy
         // matching in that version (building the request variable costs
-        // more than most expressions).
-        let mut activations: Vec<(&str, cel::Context<'_, '_>)> = Vec::new();
+        // more than most expressions), when an expression first needs the
+        // interpreter.
+        let mut activations: Vec<(&str, OnceCell<cel::Context<'_, '_>>)> = Vec::new();
         let mut denials: Vec<Denial> = Vec::new();
         let mut collector = Collector::default();
         for step in steps {
@@ -1110,14 +1114,20 @@ impl ValidatingAdmissionPolicies {
                     plain,
                 } => (policy, binding, version, params, plain),
             };
+            // Made while matching: a conversion that failed made no step.
+            let Some(Ok(prepared)) = slots[slot(version)].get() else {
+                continue;
+            };
             let position = match activations.iter().position(|(v, _)| *v == version) {
                 Some(i) => i,
                 None => {
-                    // Made while matching: a conversion that failed made
-                    // no step.
-                    let Some(Ok(prepared)) = slots[slot(version)].get() else {
-                        continue;
-                    };
+                    activations.push((version, OnceCell::new()));
+                    activations.len() - 1
+                }
+            };
+            let cell = &activations[position].1;
+            let activation = || {
+                cell.get_or_init(|| {
                     let mut root = root_context(
                         prepared.object.as_ref(),
                         prepared.old_object.as_ref(),
@@ -1130,13 +1140,8 @@ impl ValidatingAdmissionPolicies {
                     if plain_roots {
                         make_plain(&mut root);
                     }
-                    activations.push((version, root));
-                    activations.len() - 1
-                }
-            };
-            let activation = &activations[position].1;
-            let Some(Ok(prepared)) = slots[slot(version)].get() else {
-                continue;
+                    root
+                })
             };
             for param in &params {
                 let json = [
@@ -1146,11 +1151,11 @@ impl ValidatingAdmissionPolicies {
                     param,
                 ];
                 let outcome = if plain {
-                    evaluate_plain(policy, activation, &json)
+                    evaluate_plain(policy, &activation, &json)
                 } else {
                     evaluate(
                         policy,
-                        activation,
+                        activation(),
                         &apiforge_core::cel::to_cel(param),
                         &json,
                     )
