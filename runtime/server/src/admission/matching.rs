@@ -193,15 +193,27 @@ pub fn versioned(
     attrs: &Attributes,
     version: &str,
 ) -> Result<(Option<Value>, Option<Value>), String> {
-    let encode = |obj: &Option<Value>| match (obj, &attrs.codec) {
+    Ok((
+        encode_in(attrs, version, &attrs.object)?,
+        encode_in(attrs, version, &attrs.old_object)?,
+    ))
+}
+
+/// `object` (the object or old object of `attrs`, in the hub form) encoded
+/// in `version` with the kind's codec.
+pub fn encode_in(
+    attrs: &Attributes,
+    version: &str,
+    object: &Option<Value>,
+) -> Result<Option<Value>, String> {
+    match (object, &attrs.codec) {
         (Some(hub), Some(codec)) => codec
             .0
             .encode(version, hub)
             .map(Some)
             .map_err(|e| e.to_string()),
-        (obj, _) => Ok(obj.clone()),
-    };
-    Ok((encode(&attrs.object)?, encode(&attrs.old_object)?))
+        (object, _) => Ok(object.clone()),
+    }
 }
 
 /// Compiled `matchConditions`.

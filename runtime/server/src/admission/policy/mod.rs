@@ -931,7 +931,13 @@ impl Prepared {
     /// The objects of `attrs` in `version` (which `hit` matched), or why
     /// they could not be converted.
     fn new(attrs: &Attributes, version: &str, hit: Hit, uses: Uses) -> Result<Self, String> {
-        let (object, old) = matching::versioned(attrs, version)?;
+        // The old object is encoded only when an expression may read it.
+        let object = matching::encode_in(attrs, version, &attrs.object)?;
+        let old = if uses.old_object {
+            matching::encode_in(attrs, version, &attrs.old_object)?
+        } else {
+            None
+        };
         let request = uses.request.then(|| {
             let matched = hit.matched(attrs);
             let target = Target {
@@ -944,7 +950,7 @@ impl Prepared {
         });
         Ok(Prepared {
             object,
-            old_object: old.filter(|_| uses.old_object),
+            old_object: old,
             request,
         })
     }
