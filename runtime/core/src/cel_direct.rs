@@ -238,33 +238,8 @@ impl Node {
                 V::Bool(b) => V::Bool(!b),
                 _ => return None,
             },
-            // The interpreter's `&&`: a false left side decides; otherwise
-            // the right side decides when it is false, or when the left
-            // side is true and the right side a bool; anything else is an
-            // error (which the interpreter words).
-            Node::And(a, b) => match (a.evaluate(values), || b.evaluate(values)) {
-                (Some(V::Bool(false)), _) => V::Bool(false),
-                (Some(V::Bool(true)), right) => match right()? {
-                    V::Bool(r) => V::Bool(r),
-                    _ => return None,
-                },
-                (_, right) => match right()? {
-                    V::Bool(false) => V::Bool(false),
-                    _ => return None,
-                },
-            },
-            // `||`, as `&&` with true for false.
-            Node::Or(a, b) => match (a.evaluate(values), || b.evaluate(values)) {
-                (Some(V::Bool(true)), _) => V::Bool(true),
-                (Some(V::Bool(false)), right) => match right()? {
-                    V::Bool(r) => V::Bool(r),
-                    _ => return None,
-                },
-                (_, right) => match right()? {
-                    V::Bool(true) => V::Bool(true),
-                    _ => return None,
-                },
-            },
+            Node::And(a, b) => logical(a, b, values, false)?,
+            Node::Or(a, b) => logical(a, b, values, true)?,
             Node::Conditional(nodes) => {
                 let [condition, then, otherwise] = &**nodes;
                 match condition.evaluate(values)? {
@@ -321,6 +296,25 @@ impl Node {
                 }
             }
         })
+    }
+}
+
+/// The interpreter's `&&` (`decisive` false) and `||` (`decisive` true):
+/// a left side equal to `decisive` decides; otherwise the right side
+/// decides when it equals `decisive`, or when the left side is the other
+/// bool and the right side a bool; anything else is an error (which the
+/// interpreter words).
+fn logical<'a>(a: &'a Node, b: &'a Node, values: &[&'a Value], decisive: bool) -> Option<V<'a>> {
+    let left = a.evaluate(values);
+    if let Some(V::Bool(l)) = left
+        && l == decisive
+    {
+        return Some(V::Bool(decisive));
+    }
+    match (left, b.evaluate(values)?) {
+        (Some(V::Bool(_)), V::Bool(r)) => Some(V::Bool(r)),
+        (_, V::Bool(r)) if r == decisive => Some(V::Bool(r)),
+        _ => None,
     }
 }
 

@@ -635,6 +635,30 @@ pub fn admission_request(
     .unwrap_or(Value::Null)
 }
 
+/// The ~1 KiB flunder the admission timing loops evaluate over.
+#[cfg(test)]
+pub(crate) fn timing_flunder() -> Value {
+    let labels: serde_json::Map<String, Value> = (0..8)
+        .map(|i| (format!("label-{i}"), Value::from(format!("value-{i}"))))
+        .collect();
+    serde_json::json!({
+        "apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+        "metadata": {"name": "bench-flunder-0001", "namespace": "default", "labels": labels,
+            "annotations": {"note": "x".repeat(400)}},
+        "spec": {"reference": "some-reference", "referenceType": "Flunder"},
+    })
+}
+
+/// The rounds of an admission timing loop: the environment variable
+/// `name`, or a few for the test suite.
+#[cfg(test)]
+pub(crate) fn timing_rounds(name: &str) -> u32 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -926,24 +950,13 @@ mod tests {
         for c in &mut interpreted.0 {
             c.direct = None;
         }
-        let labels: serde_json::Map<String, Value> = (0..8)
-            .map(|i| (format!("label-{i}"), json!(format!("value-{i}"))))
-            .collect();
-        let object = json!({
-            "apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
-            "metadata": {"name": "bench-flunder-0001", "namespace": "default", "labels": labels,
-                "annotations": {"note": "x".repeat(400)}},
-            "spec": {"reference": "some-reference", "referenceType": "Flunder"},
-        });
+        let object = timing_flunder();
         let request = json!({"uid": "u", "operation": "CREATE", "namespace": "default",
             "resource": {"group": "wardle.example.com", "version": "v1beta1", "resource": "flunders"},
             "userInfo": {"username": "admin", "groups": ["system:masters", "system:authenticated"]}});
         let ctx = Context::new(Arc::new(super::super::NoLookup));
         let attrs = Attributes::default();
-        let n: u32 = std::env::var("CONDITION_TIMING_ROUNDS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(5);
+        let n = timing_rounds("CONDITION_TIMING_ROUNDS");
         let time = |c: &Conditions| {
             let t = Instant::now();
             for _ in 0..n {

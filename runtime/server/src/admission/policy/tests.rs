@@ -274,19 +274,8 @@ fn policy_timing() {
     let p = policy(json!({"validations": [{
         "expression": "object.metadata.name.size() < 200 && !has(object.spec.flunderReference)",
     }]}));
-    let labels: serde_json::Map<String, Value> = (0..8)
-        .map(|i| (format!("label-{i}"), json!(format!("value-{i}"))))
-        .collect();
-    let object = json!({
-        "apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
-        "metadata": {"name": "bench-flunder-0001", "namespace": "default", "labels": labels,
-            "annotations": {"note": "x".repeat(400)}},
-        "spec": {"reference": "some-reference", "referenceType": "Flunder"},
-    });
-    let n: u32 = std::env::var("POLICY_TIMING_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+    let object = matching::timing_flunder();
+    let n = matching::timing_rounds("POLICY_TIMING_ROUNDS");
     // The same policy with its expressions left to the interpreter.
     let mut interpreted = policy(json!({"validations": [{
         "expression": "object.metadata.name.size() < 200 && !has(object.spec.flunderReference)",
