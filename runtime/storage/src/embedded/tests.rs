@@ -910,6 +910,87 @@ async fn reopen_keeps_data_and_revision() -> TestResult {
     Ok(())
 }
 
+/// Copies the database file of the open store in `from` into a new data
+/// directory under `to`, as a crash leaves it (every acknowledged commit is
+/// on disk; no clean close), and opens the copy with redb alone: whether
+/// redb had to walk the whole database to rebuild its allocator state.
+fn copy_as_crashed(from: &Path, to: &Path) -> Result<bool> {
+    let io = |e: std::io::Error| Error::Internal(e.to_string());
+    std::fs::create_dir_all(to).map_err(io)?;
+    std::fs::copy(from.join(DB_FILE), to.join(DB_FILE)).map_err(io)?;
+    let probe = to.join("probe.redb");
+    std::fs::copy(to.join(DB_FILE), &probe).map_err(io)?;
+    let repaired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let db = redb::Builder::new()
+        .set_repair_callback({
+            let repaired = Arc::clone(&repaired);
+            move |_| repaired.store(true, Ordering::Relaxed)
+        })
+        .create(&probe)
+        .map_err(db_err)?;
+    drop(db);
+    std::fs::remove_file(&probe).map_err(io)?;
+    Ok(repaired.load(Ordering::Relaxed))
+}
+
+async fn write_keys(store: &EmbeddedStore, n: usize) -> Result<()> {
+    let keys: Vec<String> = (0..n).map(|i| format!("/c/{i:03}")).collect();
+    let writes = keys.iter().map(|key| store.create(key, b("v")));
+    for result in futures::future::join_all(writes).await {
+        result?;
+    }
+    Ok(())
+}
+
+async fn keys_in(dir: &Path) -> Result<i64> {
+    let store = open(dir)?;
+    let n = store.count("/c/").await?;
+    store.close().await?;
+    Ok(n)
+}
+
+#[tokio::test]
+async fn a_crash_once_writes_paused_needs_no_full_repair() -> TestResult {
+    let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
+    let store = open(&dir.path().join("a"))?;
+    write_keys(&store, 50).await?;
+    // Later commits of the burst left the allocator state out; the idle
+    // writer records it after `quick_repair_idle` (10 ms).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let crashed = dir.path().join("b");
+    assert!(!copy_as_crashed(&dir.path().join("a"), &crashed)?);
+    assert_eq!(keys_in(&crashed).await?, 50);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_crash_under_sustained_writes_is_repaired_in_full_and_loses_nothing() -> TestResult {
+    let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
+    // Every commit after the first counts as "under load" and no pause is
+    // long enough for the writer to record the allocator state.
+    let opts = EmbeddedOptions {
+        quick_repair_idle: Duration::from_secs(3600),
+        ..test_opts()
+    };
+    let store = EmbeddedStore::open(&dir.path().join("a"), opts)?;
+    for i in 0..5 {
+        store.create(&format!("/c/x{i}"), b("v")).await?;
+    }
+    write_keys(&store, 50).await?;
+    let crashed = dir.path().join("b");
+    assert!(copy_as_crashed(&dir.path().join("a"), &crashed)?);
+    // The full repair finds every acknowledged write.
+    assert_eq!(keys_in(&crashed).await?, 55);
+    // Opening commits the allocator state: a crash right after the start
+    // (before any write) needs no second full repair.
+    let store = open(&crashed)?;
+    let again = dir.path().join("c");
+    assert!(!copy_as_crashed(&crashed, &again)?);
+    store.close().await?;
+    assert_eq!(keys_in(&again).await?, 55);
+    Ok(())
+}
+
 #[tokio::test]
 async fn second_open_fails_while_locked() -> TestResult {
     let dir = tempfile::tempdir().map_err(|e| Error::Internal(e.to_string()))?;
