@@ -114,7 +114,7 @@ pub(super) struct Writer {
     /// of its own.
     ///
     /// After a crash redb rebuilds its allocator state by walking the whole
-    /// database (~225 ms at 100,000 objects of ~1 KiB, linear in the size)
+    /// database (0.2–0.5 s at 100,000 objects of ~1 KiB, linear in the size)
     /// unless the last commit before the crash recorded it. Recording it
     /// costs a second `fsync` per commit (two-phase commit): 19 % fewer
     /// creates/s for one sequential client when every commit did. So commits
