@@ -981,8 +981,9 @@ async fn a_crash_under_sustained_writes_is_repaired_in_full_and_loses_nothing() 
     assert!(copy_as_crashed(&dir.path().join("a"), &crashed)?);
     // The full repair finds every acknowledged write.
     assert_eq!(keys_in(&crashed).await?, 55);
-    // Opening commits the allocator state: a crash right after the start
-    // (before any write) needs no second full repair.
+    // Opening records the allocator state in its own commit: a crash right
+    // after a start, before any write, needs no full repair (this fails
+    // when `init_tables` leaves the state out).
     let store = open(&crashed)?;
     let again = dir.path().join("c");
     assert!(!copy_as_crashed(&crashed, &again)?);
