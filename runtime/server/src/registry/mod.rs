@@ -1317,8 +1317,11 @@ fn cached_object(
             kv.key.clone(),
             kv.mod_revision,
             version,
-            // Exactly sized: the encoding lives as long as it is cached.
-            bytes::Bytes::from(bytes.into_boxed_slice()),
+            // Exactly sized: the encoding lives as long as it is cached. A
+            // copy, not the vector shrunk in place: the allocator keeps a
+            // block that shrinks by less than half (an encoding of 1,100
+            // bytes would keep the 2 KiB its vector grew to).
+            bytes::Bytes::copy_from_slice(&bytes),
             rehydrate.clone(),
         )),
         Err(_) => Ok(cache::CachedObject::new(
