@@ -1318,9 +1318,9 @@ fn cached_object(
             kv.mod_revision,
             version,
             // Exactly sized: the encoding lives as long as it is cached. A
-            // copy, not the vector shrunk in place: the allocator keeps a
-            // block that shrinks by less than half (an encoding of 1,100
-            // bytes would keep the 2 KiB its vector grew to).
+            // copy, not the vector shrunk in place: the vector can have
+            // grown to twice the encoding, and the allocator keeps a block
+            // that shrinks by less than half (docs/performance.md).
             bytes::Bytes::copy_from_slice(&bytes),
             rehydrate.clone(),
         )),
