@@ -197,7 +197,7 @@ pub(super) async fn apply(
         };
         let (merged, owners) =
             outcome.map_err(|e| apply_error(ctx, &api_version, ctx.info.kind, e))?;
-        let mut new = merged.unwrap_or_else(|| live_clean.clone());
+        let mut new = merged.unwrap_or_else(|| Value::clone(&live_clean));
         managed_fields::set_managed(&mut new, managed::encode(&owners));
         if manager == managed::KUBECTL_MANAGER {
             keep_last_applied_in_step(&mut new, &config);

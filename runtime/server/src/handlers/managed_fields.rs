@@ -4,6 +4,7 @@
 //! every create, update and patch (kube-apiserver's
 //! `FieldManager.UpdateNoErrors`).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -94,30 +95,49 @@ pub(super) fn field_manager<'a>(
 /// a create is computed against (Go's zero value: the top-level structs
 /// present and empty).
 pub(super) fn zero_object(ctx: &Ctx<'_>) -> Value {
+    let Some(ops) = ctx.store.kind().version(ctx.info.version) else {
+        return Value::Object(Map::new());
+    };
+    // One per kind and version for the life of the process, keyed by the
+    // version's static `KindInfo` as the schemas are.
+    static ZEROS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<usize, Value>>> =
+        std::sync::OnceLock::new();
+    let key = std::ptr::from_ref(ops.info) as usize;
+    let zeros = ZEROS.get_or_init(Default::default);
+    if let Ok(map) = zeros.lock()
+        && let Some(zero) = map.get(&key)
+    {
+        return zero.clone();
+    }
     let mut out = Map::new();
-    if let Some(ops) = ctx.store.kind().version(ctx.info.version) {
-        let schema = KindSchema::cached(ops);
-        let root = schema.root();
-        for name in ["metadata", "spec", "status"] {
-            if root.has_property(name) && root.field(name).shape() == Shape::Struct {
-                out.insert(name.into(), Value::Object(Map::new()));
-            }
+    let schema = KindSchema::cached(ops);
+    let root = schema.root();
+    for name in ["metadata", "spec", "status"] {
+        if root.has_property(name) && root.field(name).shape() == Shape::Struct {
+            out.insert(name.into(), Value::Object(Map::new()));
         }
     }
-    Value::Object(out)
+    let zero = Value::Object(out);
+    if let Ok(mut map) = zeros.lock() {
+        map.entry(key).or_insert_with(|| zero.clone());
+    }
+    zero
 }
 
 fn managed_of(obj: &Value) -> Option<&Value> {
     obj.get("metadata")?.get("managedFields")
 }
 
-/// A copy of `obj` without `metadata.managedFields`.
-pub(super) fn without_managed(obj: &Value) -> Value {
+/// `obj` without `metadata.managedFields` (a copy only when it has them).
+pub(super) fn without_managed(obj: &Value) -> Cow<'_, Value> {
+    if managed_of(obj).is_none() {
+        return Cow::Borrowed(obj);
+    }
     let mut out = obj.clone();
     if let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
-    out
+    Cow::Owned(out)
 }
 
 /// The ownership a non-apply write starts from (kube-apiserver's

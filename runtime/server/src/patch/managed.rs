@@ -180,26 +180,29 @@ pub trait Versions: Sync {
 }
 
 /// The metadata fields nobody owns (kube-apiserver's strip set).
-fn stripped_fields() -> Set {
-    let mut s = Set::from_paths([
-        Path::fields(&["apiVersion"]),
-        Path::fields(&["kind"]),
-        Path::fields(&["metadata"]),
-    ]);
-    for f in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "clusterName",
-        "generation",
-        "managedFields",
-        "resourceVersion",
-    ] {
-        s.insert(&Path::fields(&["metadata", f]).0);
-    }
-    s
+fn stripped_fields() -> &'static Set {
+    static STRIPPED: std::sync::LazyLock<Set> = std::sync::LazyLock::new(|| {
+        let mut s = Set::from_paths([
+            Path::fields(&["apiVersion"]),
+            Path::fields(&["kind"]),
+            Path::fields(&["metadata"]),
+        ]);
+        for f in [
+            "name",
+            "namespace",
+            "creationTimestamp",
+            "selfLink",
+            "uid",
+            "clusterName",
+            "generation",
+            "managedFields",
+            "resourceVersion",
+        ] {
+            s.insert(&Path::fields(&["metadata", f]).0);
+        }
+        s
+    });
+    &STRIPPED
 }
 
 /// What one write's ownership bookkeeping works with.
@@ -253,11 +256,11 @@ impl FieldManager<'_> {
         workflow: &ManagerId,
         force: bool,
     ) -> Result<Comparison, ManagedError> {
-        let mut by_version: BTreeMap<String, Option<Comparison>> = BTreeMap::new();
         let mine = self
             .compare_in(old, new, &self.api_version)
             .unwrap_or_default();
-        by_version.insert(self.api_version.clone(), Some(mine.clone()));
+        // The comparisons in the other managers' versions, made once each.
+        let mut by_version: BTreeMap<String, Option<Comparison>> = BTreeMap::new();
         let mut conflicts: BTreeMap<ManagerId, Set> = BTreeMap::new();
         let mut removed: BTreeMap<ManagerId, Set> = BTreeMap::new();
         let mut gone = Vec::new();
@@ -265,9 +268,14 @@ impl FieldManager<'_> {
             if id == workflow {
                 continue;
             }
-            let cmp = by_version
-                .entry(owned.api_version.clone())
-                .or_insert_with(|| self.compare_in(old, new, &owned.api_version));
+            let cmp = if owned.api_version == self.api_version {
+                Some(&mine)
+            } else {
+                by_version
+                    .entry(owned.api_version.clone())
+                    .or_insert_with(|| self.compare_in(old, new, &owned.api_version))
+                    .as_ref()
+            };
             let Some(cmp) = cmp else {
                 gone.push(id.clone());
                 continue;
@@ -333,7 +341,7 @@ impl FieldManager<'_> {
                 .modified
                 .union(&cmp.added)
                 .recursive_difference(&self.reset_fields)
-                .difference(&stripped_fields());
+                .difference(stripped_fields());
             if !set.is_empty() {
                 let merged = match managed.fields.remove(&id) {
                     Some(previous) => previous.set.union(&set),
@@ -400,7 +408,7 @@ impl FieldManager<'_> {
         };
         self.update_owners(live, &new, &mut managed.fields, &id, force)?;
         if let Some(owned) = managed.fields.get_mut(&id) {
-            owned.set = owned.set.difference(&stripped_fields());
+            owned.set = owned.set.difference(stripped_fields());
             if owned.set.is_empty() {
                 managed.fields.remove(&id);
             }
