@@ -275,7 +275,7 @@ impl<T: Resource> TypedAdmission<T> {
     }
 
     fn decode(&self, value: &Value, which: &str) -> Result<T, Error> {
-        serde_json::from_value(value.clone()).map_err(|e| {
+        T::deserialize(value).map_err(|e| {
             Error::status(Status::internal(format!(
                 "admission plugin {}: the {which} is not a {}: {e}",
                 self.name,
@@ -285,13 +285,20 @@ impl<T: Resource> TypedAdmission<T> {
     }
 
     fn encode(&self, obj: &T) -> Result<Value, Error> {
-        serde_json::to_value(obj).map_err(|e| {
-            Error::status(Status::internal(format!(
-                "admission plugin {}: encoding the {}: {e}",
-                self.name,
-                T::INFO.kind
-            )))
-        })
+        serde_json::to_value(obj).map_err(|e| self.encoding_error(&e))
+    }
+
+    /// `obj` as JSON text (to tell whether the hooks changed it).
+    fn serialize(&self, obj: &T) -> Result<Vec<u8>, Error> {
+        serde_json::to_vec(obj).map_err(|e| self.encoding_error(&e))
+    }
+
+    fn encoding_error(&self, e: &serde_json::Error) -> Error {
+        Error::status(Status::internal(format!(
+            "admission plugin {}: encoding the {}: {e}",
+            self.name,
+            T::INFO.kind
+        )))
     }
 }
 
@@ -330,15 +337,16 @@ impl<T: Resource> Plugin for TypedAdmission<T> {
             return Ok(());
         };
         let mut obj = self.decode(value, "object")?;
-        let before = self.encode(&obj)?;
+        // Compared as JSON text: the same type serializes the same object
+        // to the same bytes, without building two trees.
+        let before = self.serialize(&obj)?;
         for hook in &self.mutate {
             hook(&mut obj, attrs, ctx)
                 .await
                 .map_err(|d| d.into_error(attrs))?;
         }
-        let after = self.encode(&obj)?;
-        if after != before {
-            attrs.object = Some(after);
+        if self.serialize(&obj)? != before {
+            attrs.object = Some(self.encode(&obj)?);
         }
         Ok(())
     }
