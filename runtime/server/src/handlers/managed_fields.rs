@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 
 use super::Ctx;
 use crate::error::ApiResult;
+use crate::patch::KindSchema;
 use crate::patch::fieldpath::{Path, Set};
 use crate::patch::managed::{self, FieldManager, Managed, Versions};
-use crate::patch::{KindSchema, Shape};
 use apiforge_core::meta::{ManagedFieldsEntry, Status, StatusCause, StatusDetails};
 use apiforge_core::scheme::{Kind, Object};
 
@@ -95,33 +95,10 @@ pub(super) fn field_manager<'a>(
 /// a create is computed against (Go's zero value: the top-level structs
 /// present and empty).
 pub(super) fn zero_object(ctx: &Ctx<'_>) -> Value {
-    let Some(ops) = ctx.store.kind().version(ctx.info.version) else {
-        return Value::Object(Map::new());
-    };
-    // One per kind and version for the life of the process, keyed by the
-    // version's static `KindInfo` as the schemas are.
-    static ZEROS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<usize, Value>>> =
-        std::sync::OnceLock::new();
-    let key = std::ptr::from_ref(ops.info) as usize;
-    let zeros = ZEROS.get_or_init(Default::default);
-    if let Ok(map) = zeros.lock()
-        && let Some(zero) = map.get(&key)
-    {
-        return zero.clone();
+    match ctx.store.kind().version(ctx.info.version) {
+        Some(ops) => KindSchema::cached(ops).zero_object().clone(),
+        None => Value::Object(Map::new()),
     }
-    let mut out = Map::new();
-    let schema = KindSchema::cached(ops);
-    let root = schema.root();
-    for name in ["metadata", "spec", "status"] {
-        if root.has_property(name) && root.field(name).shape() == Shape::Struct {
-            out.insert(name.into(), Value::Object(Map::new()));
-        }
-    }
-    let zero = Value::Object(out);
-    if let Ok(mut map) = zeros.lock() {
-        map.entry(key).or_insert_with(|| zero.clone());
-    }
-    zero
 }
 
 fn managed_of(obj: &Value) -> Option<&Value> {

@@ -23,6 +23,8 @@ const MAX_DEPTH: usize = 32;
 pub struct KindSchema {
     root: Value,
     defs: Map<String, Value>,
+    /// [`KindSchema::zero_object`], made on first use.
+    zero: OnceLock<Value>,
 }
 
 impl KindSchema {
@@ -31,22 +33,39 @@ impl KindSchema {
         let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
         let root = ops.schema(&mut generator).to_value();
         let defs = generator.take_definitions(true);
-        KindSchema { root, defs }
+        KindSchema::from_parts(root, defs)
     }
 
     /// A schema from a root value and its `#/components/schemas` map (tests
     /// and hand-written schemas).
     pub fn from_parts(root: Value, defs: Map<String, Value>) -> Self {
-        KindSchema { root, defs }
+        KindSchema {
+            root,
+            defs,
+            zero: OnceLock::new(),
+        }
     }
 
     /// A schema that knows nothing: every field is accepted, lists replace
     /// and maps merge.
     pub fn unknown() -> Self {
-        KindSchema {
-            root: Value::Bool(true),
-            defs: Map::new(),
-        }
+        KindSchema::from_parts(Value::Bool(true), Map::new())
+    }
+
+    /// The object a create is compared with (Go's zero value: the
+    /// top-level structs `metadata`, `spec` and `status` present and
+    /// empty, where the schema has them).
+    pub fn zero_object(&self) -> &Value {
+        self.zero.get_or_init(|| {
+            let root = self.root();
+            let mut out = Map::new();
+            for name in ["metadata", "spec", "status"] {
+                if root.has_property(name) && root.field(name).shape() == Shape::Struct {
+                    out.insert(name.into(), Value::Object(Map::new()));
+                }
+            }
+            Value::Object(out)
+        })
     }
 
     /// The cached schema of `ops` (generated on first use).
